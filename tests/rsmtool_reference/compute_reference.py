@@ -1,0 +1,391 @@
+"""Record RSMTool's values of the agreement metrics, for tests/test_agreement.py.
+
+RSMTool pins old numpy/scikit-learn, so it runs in a separate virtual
+environment, never in the package's own. See README.md in this folder:
+
+    python3 -m venv /tmp/rsm-venv
+    /tmp/rsm-venv/bin/pip install rsmtool==12.0.0
+    /tmp/rsm-venv/bin/python tests/rsmtool_reference/compute_reference.py
+
+The script writes ``rsmtool_values.json`` next to itself: provenance, the exact
+inputs of every case (so the tests need neither RSMTool nor this numpy's
+random streams) and RSMTool's outputs. Each metric family has one function
+``<family>_values(case) -> dict``; to record another family (e.g. more of
+``rsmtool.fairness_utils``), add a function and list it in ``FAMILIES`` or
+next to ``fairness_values``.
+
+Nothing here is imported at module level beyond the standard library and
+numpy, so pytest's doctest collection can import this file without RSMTool.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import sys
+import warnings
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path(__file__).resolve().parent / "rsmtool_values.json"
+SEED = 20240611
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _ints(rng, low, high, n):
+    return rng.integers(low, high + 1, size=n).astype(float)
+
+
+def make_cases():
+    """Deterministic inputs: integer and real-valued predictions, several scales, ties.
+
+    ``scale`` is the score scale (min, max) used for trimming and rounding;
+    ``population`` holds the population means/SDs passed to the subgroup
+    metrics (made-up numbers near the sample values).
+    """
+    rng = np.random.default_rng(SEED)
+    cases = []
+
+    def add(name, description, y_true, y_pred, scale, **extra):
+        y_true = np.asarray(y_true, dtype=float)
+        y_pred = np.asarray(y_pred, dtype=float)
+        population = {
+            "y_true_mn": round(float(y_true.mean()) - 0.1, 6),
+            "y_true_sd": round(float(y_true.std(ddof=1)) * 1.1, 6),
+            "y_pred_mn": round(float(y_pred.mean()) + 0.05, 6),
+            "y_pred_sd": round(float(y_pred.std(ddof=1)) * 0.9, 6),
+        }
+        case = {
+            "name": name,
+            "description": description,
+            "y_true": y_true.tolist(),
+            "y_pred": y_pred.tolist(),
+            "scale": list(scale) if scale is not None else None,
+            "population": population,
+        }
+        case.update({k: np.asarray(v, dtype=float).tolist() for k, v in extra.items()})
+        cases.append(case)
+
+    y = _ints(rng, 1, 6, 150)
+    add(
+        "int_1_6",
+        "integer scores 1-6, integer predictions off by at most one point",
+        y,
+        np.clip(y + rng.integers(-1, 2, size=150), 1, 6),
+        (1, 6),
+    )
+
+    y = rng.choice([0.0, 2.0, 3.0, 5.0], size=120)
+    add(
+        "int_gap_0_5",
+        "human scores never take the values 1 and 4 of the 0-5 scale; integer predictions",
+        y,
+        np.clip(y + rng.integers(-2, 3, size=120), 0, 5),
+        (0, 5),
+    )
+
+    y = _ints(rng, 0, 3, 200)
+    add(
+        "float_0_3_ties",
+        "0-3 scale; predictions with one decimal (many exact halves) and out of range",
+        y,
+        np.round(y + rng.normal(0, 0.8, size=200), 1),
+        (0, 3),
+    )
+
+    r1 = _ints(rng, 1, 12, 250)
+    r2 = np.clip(r1 + rng.integers(-2, 3, size=250), 0, 12)
+    y = r1 + r2
+    add(
+        "float_asap7_like",
+        "resolved score = rater1 + rater2 (raters 0-12), predictions rounded to 3 decimals",
+        y,
+        np.round(y + rng.normal(0.3, 2.5, size=250), 3),
+        (int(y.min()), int(y.max())),
+        rater1=r1,
+        rater2=r2,
+    )
+
+    y = _ints(rng, 1, 5, 160)
+    add(
+        "float_exact_halves",
+        "every prediction is an exact half (x.5): rounding half to even matters",
+        y,
+        y + rng.choice([-1.5, -0.5, 0.5, 1.5], size=160),
+        (1, 5),
+    )
+
+    add(
+        "continuous_both",
+        "human scores are averages of two raters (halves); real-valued predictions",
+        (_ints(rng, 1, 6, 140) + _ints(rng, 1, 6, 140)) / 2,
+        np.round(rng.uniform(1, 6, size=140), 4),
+        None,
+    )
+
+    y = np.array([1.0, 2, 2, 3, 3, 3, 4, 4])
+    add(
+        "small_n8",
+        "eight essays, predictions with a tie at 2.5",
+        y,
+        np.array([1.2, 2.5, 1.9, 3.5, 2.6, 3.1, 4.4, 3.7]),
+        (1, 4),
+    )
+
+    y = _ints(rng, -2, 2, 100)
+    add(
+        "negative_scale",
+        "scale -2..2 (truncation toward zero differs from flooring here)",
+        y,
+        np.round(y + rng.normal(0, 0.9, size=100), 2),
+        (-2, 2),
+    )
+    return cases
+
+
+def make_fairness_data():
+    """One seeded data set with a group column, for get_fairness_analyses."""
+    rng = np.random.default_rng(SEED + 1)
+    n = 300
+    group = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
+    sc1 = _ints(rng, 1, 6, n)
+    bias = np.select([group == "b", group == "c"], [0.3, -0.2], 0.0)
+    system = np.round(sc1 + bias + rng.normal(0, 0.8, size=n), 4)
+    return {"group": group.tolist(), "sc1": sc1.tolist(), "system": system.tolist()}
+
+
+# --------------------------------------------------------------------------- families
+
+
+def _trim_round(case):
+    """RSMTool's raw_trim_round: trim to the scale +- 0.4998, then numpy.rint."""
+    from rsmtool.preprocessor import FeaturePreprocessor
+
+    low, high = case["scale"]
+    trimmed = FeaturePreprocessor().trim(np.array(case["y_pred"]), low, high)
+    return np.rint(trimmed)
+
+
+def qwk_values(case):
+    from rsmtool.utils.metrics import quadratic_weighted_kappa
+
+    y_true, y_pred = np.array(case["y_true"]), np.array(case["y_pred"])
+    out = {"qwk_continuous": float(quadratic_weighted_kappa(y_true, y_pred))}
+    if case["scale"] is not None:
+        out["qwk_trim_round"] = float(quadratic_weighted_kappa(y_true, _trim_round(case)))
+    return out
+
+
+def smd_values(case):
+    from rsmtool.utils.metrics import standardized_mean_difference
+
+    y_true, y_pred = np.array(case["y_true"]), np.array(case["y_pred"])
+    pop = case["population"]
+    out = {}
+    for ddof in (0, 1):
+        for method in ("pooled", "unpooled"):
+            out[f"smd_{method}_ddof{ddof}"] = float(
+                standardized_mean_difference(y_true, y_pred, method=method, ddof=ddof)
+            )
+    out["smd_johnson"] = float(
+        standardized_mean_difference(
+            y_true, y_pred, population_y_true_observed_sd=pop["y_true_sd"], method="johnson"
+        )
+    )
+    out["smd_williamson"] = float(
+        standardized_mean_difference(
+            y_true,
+            y_pred,
+            population_y_true_observed_sd=pop["y_true_sd"],
+            population_y_pred_sd=pop["y_pred_sd"],
+            method="williamson",
+        )
+    )
+    return out
+
+
+def dsm_values(case):
+    from rsmtool.utils.metrics import difference_of_standardized_means
+
+    y_true, y_pred = np.array(case["y_true"]), np.array(case["y_pred"])
+    pop = case["population"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # RSMTool warns when a pair is left out
+        both = difference_of_standardized_means(
+            y_true,
+            y_pred,
+            population_y_true_observed_mn=pop["y_true_mn"],
+            population_y_pred_mn=pop["y_pred_mn"],
+            population_y_true_observed_sd=pop["y_true_sd"],
+            population_y_pred_sd=pop["y_pred_sd"],
+        )
+        true_only = difference_of_standardized_means(
+            y_true,
+            y_pred,
+            population_y_true_observed_mn=pop["y_true_mn"],
+            population_y_true_observed_sd=pop["y_true_sd"],
+        )
+    return {"dsm_population": float(both), "dsm_true_population_only": float(true_only)}
+
+
+def agreement_values(case):
+    from rsmtool.utils.metrics import agreement
+
+    y_true, y_pred = case["y_true"], case["y_pred"]
+    out = {
+        "exact_agr_raw_percent": float(agreement(y_true, y_pred)),
+        "adj_agr_raw_percent": float(agreement(y_true, y_pred, tolerance=1)),
+    }
+    if case["scale"] is not None:
+        rounded = _trim_round(case).tolist()
+        out["exact_agr_trim_round_percent"] = float(agreement(y_true, rounded))
+        out["adj_agr_trim_round_percent"] = float(agreement(y_true, rounded, tolerance=1))
+    return out
+
+
+def metrics_helper_values(case):
+    """RSMTool's per-model evaluation row (Analyzer.metrics_helper), pooled SMD."""
+    import pandas as pd
+    from rsmtool.analyzer import Analyzer
+
+    if case["scale"] is None:
+        return {}
+    human = pd.Series(case["y_true"])
+    keep = ("wtkappa", "exact_agr", "adj_agr", "SMD", "corr", "N")
+    out = {}
+    for label, system in (("raw", case["y_pred"]), ("trim_round", _trim_round(case))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            row = Analyzer.metrics_helper(human, pd.Series(system), smd_method="pooled")
+        out[label] = {k: float(row[k]) for k in keep}
+    return out
+
+
+def degradation_values(case):
+    """RSMTool's degradation table (human-system minus human-human), sc1 = rater1.
+
+    RSMTool compares the system with the first human score, so the predictions
+    are put on the raters' scale (half the resolved-score prediction).
+    """
+    import pandas as pd
+    from rsmtool.analyzer import Analyzer
+    from rsmtool.preprocessor import FeaturePreprocessor
+
+    if "rater1" not in case:
+        return {}
+    scores = case["rater1"] + case["rater2"]
+    low, high = min(scores), max(scores)
+    raw = np.array(case["y_pred"]) / 2
+    df = pd.DataFrame(
+        {
+            "sc1": case["rater1"],
+            "sc2": case["rater2"],
+            "raw": raw,
+            "raw_trim_round": np.rint(FeaturePreprocessor().trim(raw, low, high)),
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        degradation, _ = Analyzer().compute_degradation_and_disattenuated_correlations(df)
+    return {
+        "rater_scale": [low, high],
+        "y_pred_rater_scale": raw.tolist(),
+        "wtkappa_degradation": {
+            col: float(degradation.loc[col, "wtkappa"]) for col in ("raw", "raw_trim_round")
+        },
+    }
+
+
+FAMILIES = (
+    qwk_values,
+    smd_values,
+    dsm_values,
+    agreement_values,
+    metrics_helper_values,
+    degradation_values,
+)
+
+
+def fairness_values(data):
+    """rsmtool.fairness_utils.get_fairness_analyses (Loukina et al. 2019: OSA/OSD/CSD)."""
+    import pandas as pd
+    from rsmtool.fairness_utils import get_fairness_analyses
+
+    df = pd.DataFrame(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, container = get_fairness_analyses(
+            df, "group", "system", human_score_column="sc1"
+        )
+    out = {}
+    for name in container.keys():
+        split = container[name].to_dict(orient="split")
+        out[name] = {
+            "index": [str(i) for i in split["index"]],
+            "columns": [str(c) for c in split["columns"]],
+            "data": [[_plain(v) for v in row] for row in split["data"]],
+        }
+    return out
+
+
+def _plain(value):
+    """A JSON value with every digit of a float kept."""
+    if isinstance(value, (np.floating, float)):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def main():
+    cases = make_cases()
+    for case in cases:
+        values = {}
+        for family in FAMILIES:
+            values.update(family(case))
+        case["rsmtool"] = values
+    fairness = make_fairness_data()
+    fairness["rsmtool"] = fairness_values(fairness)
+    payload = {
+        "provenance": {
+            "generated_by": "tests/rsmtool_reference/compute_reference.py",
+            "date": datetime.date.today().isoformat(),
+            "python": platform.python_version(),
+            "packages": {
+                name: version(name)
+                for name in (
+                    "rsmtool",
+                    "skll",
+                    "numpy",
+                    "scipy",
+                    "scikit-learn",
+                    "pandas",
+                    "statsmodels",
+                )
+            },
+            "seed": SEED,
+            "note": (
+                "Inputs are stored verbatim; the tests read them from here. RSMTool's "
+                "qwk_trim_round trims predictions to [min - 0.4998, max + 0.4998] of "
+                "'scale' and rounds with numpy.rint, as its raw_trim_round. Agreement "
+                "rates are RSMTool's percentages. Degradation is RSMTool's sign: "
+                "human-system minus human-human."
+            ),
+        },
+        "cases": cases,
+        "fairness": fairness,
+    }
+    OUT.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    print(
+        f"wrote {OUT} ({len(cases)} cases) with rsmtool {version('rsmtool')}",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+from sklearn_fairaes import BowVectorizer, TfidfEssayVectorizer
+
+ESSAYS = [
+    "The cars were waiting at the lights.",
+    "A car was waiting; the driver waited!",
+    "Patience: waiting for @NUM1 minutes in the cars.",
+    "",
+    "I waited and waited for the bus.",
+]
+
+
+def test_letters_only_lowercase_and_lemmas():
+    bow = BowVectorizer(min_df=1, ngram_range=(1, 1)).fit(ESSAYS)
+    vocab = set(bow.get_feature_names_out())
+    assert "car" in vocab and "cars" not in vocab  # lemmatized
+    assert "num" in vocab and "num1" not in vocab  # digits and @ removed
+    assert "light" in vocab
+    assert "the" in vocab  # stop words kept
+
+
+def test_equals_sklearn_on_preprocessed_text():
+    """Our BOW is sklearn's CountVectorizer applied to the prepared text."""
+    from nltk.stem import WordNetLemmatizer
+
+    from sklearn_fairaes.resources import ensure_wordnet
+
+    ensure_wordnet()
+    wnl = WordNetLemmatizer()
+    import re
+
+    def prep(doc):
+        doc = re.sub(r"[^A-Za-z]+", " ", doc.lower())
+        toks = re.findall(r"(?u)\b\w\w+\b", doc)
+        return " ".join(wnl.lemmatize(t) for t in toks)
+
+    prepared = [prep(e) for e in ESSAYS]
+    ref = CountVectorizer(ngram_range=(1, 2), min_df=1).fit(prepared)
+    ours = BowVectorizer(min_df=1).fit(ESSAYS)
+    assert list(ours.get_feature_names_out()) == list(ref.get_feature_names_out())
+    np.testing.assert_array_equal(
+        ours.transform(ESSAYS).toarray(), ref.transform(prepared).toarray()
+    )
+    tf_ref = TfidfVectorizer(ngram_range=(1, 2), min_df=1).fit(prepared)
+    tf = TfidfEssayVectorizer(min_df=1).fit(ESSAYS)
+    np.testing.assert_allclose(
+        tf.transform(ESSAYS).toarray(), tf_ref.transform(prepared).toarray(), atol=1e-15
+    )
+
+
+def test_empty_essay_is_zero_row_and_unknown_words_too():
+    tf = TfidfEssayVectorizer(min_df=1).fit(ESSAYS)
+    X = tf.transform(["", "zzzz qqqq"])
+    assert sp.issparse(X)
+    assert X.nnz == 0
+
+
+def test_options_are_parameters():
+    bow = BowVectorizer(min_df=1, lemmatize=False, letters_only=False, ngram_range=(1, 1))
+    vocab = set(bow.fit(ESSAYS).get_feature_names_out())
+    assert {"cars", "num1"} <= vocab
+
+
+def test_min_df_default_three():
+    docs = ["apple pie", "apple tart", "apple cake", "pie"]
+    assert BowVectorizer(ngram_range=(1, 1)).fit(docs).get_feature_names_out().tolist() == [
+        "apple"
+    ]
+
+
+def test_clone_pickle_params():
+    tf = TfidfEssayVectorizer(min_df=2, sublinear_tf=True)
+    c = clone(tf)
+    assert c.get_params() == tf.get_params()
+    fitted = tf.fit(ESSAYS)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(
+        again.transform(ESSAYS).toarray(), fitted.transform(ESSAYS).toarray()
+    )
+
+
+def test_pandas_output_keeps_index_and_names():
+    pd = pytest.importorskip("pandas")
+    s = pd.Series(ESSAYS, index=list("abcde"))
+    bow = BowVectorizer(min_df=1).set_output(transform="pandas")
+    out = bow.fit_transform(s)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.index) == list("abcde")
+    assert list(out.columns) == list(bow.get_feature_names_out())
+    assert clone(bow).fit_transform(s).shape == out.shape  # clone keeps the config
+    with pytest.raises(ValueError, match="must be 'default' or 'pandas'"):
+        bow.set_output(transform="polars")
+
+
+@pytest.mark.parametrize("cls", [BowVectorizer, TfidfEssayVectorizer])
+def test_bad_input(cls):
+    est = cls(min_df=1)
+    with pytest.raises(ValueError, match="position 1 of X is None"):
+        est.fit(["a b", None])
+    est.fit(ESSAYS)
+    with pytest.raises(TypeError, match="position 0 of X is bytes"):
+        est.transform([b"x"])
+    with pytest.raises(TypeError, match="single str"):
+        est.transform("an essay")
+
+
+def test_asap7_vocabulary_within_5_percent_of_paper(asap7):
+    """The paper reports 14,974 BOW/TF-IDF features on ASAP prompt 7."""
+    n = len(BowVectorizer().fit(asap7["essay"]).vocabulary_)
+    assert abs(n - 14_974) / 14_974 < 0.05, n
