@@ -43,7 +43,8 @@ def split_sentences(text):
     a paragraph a run of ``.``, ``!`` or ``?`` (with any closing quotes or
     brackets) followed by whitespace ends a sentence, except a single period
     after a common abbreviation (Dr, Mr, Mrs, Ms, Prof, Sr, Jr, St, vs, e.g,
-    i.e) or after one capital letter (an initial, as in "J. K. Rowling").
+    i.e) or after one capital letter other than "I" (an initial, as in
+    "J. K. Rowling").
     Decimals ("3.5") are never split, since no space follows the period.
     Sentence-case is not required: student essays often start sentences in
     lower case.
@@ -77,7 +78,9 @@ def split_sentences(text):
             if match.group() == ".":
                 word = paragraph[start : match.start()].rsplit(None, 1)
                 word = word[-1].lstrip("\"'(\u201c\u2018[") if word else ""
-                if word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper()):
+                # "I." ends many student sentences ("my friend and I.")
+                initial = len(word) == 1 and word.isupper() and word != "I"
+                if initial or word.lower() in _ABBREVIATIONS:
                     continue
             sentences.append(paragraph[start : match.end()].strip())
             start = match.end()

@@ -76,12 +76,14 @@ class _EssayTextMixin:
             return base
         return _LemmatizingTokenizer(base)
 
-    def fit(self, X, y=None):
+    # sklearn's parameter name ``raw_documents`` is kept: its metadata-routing
+    # declarations refer to it.
+    def fit(self, raw_documents, y=None):
         """Learn the vocabulary (and IDF weights) from the essays.
 
         Parameters
         ----------
-        X : list, array or pandas Series of str
+        raw_documents : list, array or pandas Series of str
             The essays. Empty strings are allowed.
         y : None
             Ignored.
@@ -90,15 +92,15 @@ class _EssayTextMixin:
         -------
         self : object
         """
-        self.fit_transform(X, y)
+        self.fit_transform(raw_documents, y)
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, raw_documents, y=None):
         """Learn the vocabulary and return the essay-term matrix.
 
         Parameters
         ----------
-        X : list, array or pandas Series of str
+        raw_documents : list, array or pandas Series of str
         y : None
             Ignored.
 
@@ -106,16 +108,16 @@ class _EssayTextMixin:
         -------
         X_new : sparse matrix of shape (n_essays, n_terms), or DataFrame
         """
-        essays = check_essays(X)
+        essays = check_essays(raw_documents)
         out = super().fit_transform(essays)
-        return self._wrap(out, X)
+        return self._wrap(out, raw_documents)
 
-    def transform(self, X):
+    def transform(self, raw_documents):
         """Represent essays with the learned vocabulary.
 
         Parameters
         ----------
-        X : list, array or pandas Series of str
+        raw_documents : list, array or pandas Series of str
 
         Returns
         -------
@@ -123,8 +125,8 @@ class _EssayTextMixin:
             An essay with no known term is a row of zeros.
         """
         check_is_fitted(self, "vocabulary_")
-        essays = check_essays(X)
-        return self._wrap(super().transform(essays), X)
+        essays = check_essays(raw_documents)
+        return self._wrap(super().transform(essays), raw_documents)
 
     def set_output(self, *, transform=None):
         """Choose the output container of ``transform`` and ``fit_transform``.
@@ -161,7 +163,8 @@ class _EssayTextMixin:
         from ..resources import require
 
         pd = require("pandas", purpose="pandas output")
-        index = getattr(original, "index", None)
+        # a list has an ``index`` method: only a pandas index counts
+        index = getattr(original, "index", None) if hasattr(original, "iloc") else None
         frame = pd.DataFrame.sparse.from_spmatrix(
             out, columns=self.get_feature_names_out()
         )
@@ -285,7 +288,7 @@ class TfidfEssayVectorizer(_EssayTextMixin, TfidfVectorizer):
     >>> essays = ["The cars were waiting.", "A car was waiting!", "Cars wait."]
     >>> X = TfidfEssayVectorizer(min_df=1).fit_transform(essays)
     >>> X.shape
-    (3, 11)
+    (3, 12)
     >>> round(float((X.multiply(X)).sum(axis=1)[0, 0]), 6)
     1.0
     """

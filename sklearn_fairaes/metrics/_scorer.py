@@ -1,0 +1,296 @@
+"""Scorers: the package's metrics as objects for ``cross_validate`` and searches.
+
+Agreement scorers (``"qwk"``, ``"neg_abs_smd"``) compare predictions with the
+human scores, like any sklearn scorer. Fairness scorers
+(``"lipschitz_fraction"``, ``"score_distance_trend"``) need the essays'
+*task* representation as well: the similarity metric is a property of the
+task, not of the model, so a TF-IDF model may be judged under Sentence-BERT
+distances. The representation comes, in this order of preference, from
+
+1. per-sample embeddings routed as metadata (``embeddings=``) after
+   ``scorer.set_score_request(embeddings=True)`` (sklearn's metadata routing);
+2. ``representation=``: an essay transformer. A fitted one is used as it is; an
+   unfitted one is cloned and fitted on the essays being scored (the test fold),
+   so pass a representation fitted on the whole corpus to keep one vocabulary
+   for every fold. Neural encoders go through the embedding cache, so each
+   essay is encoded once for a whole search;
+3. ``X`` itself, when the model's input is already a numeric matrix.
+
+``"paraphrase_ndcg"`` scores a model's own representation (the transform steps
+of a Pipeline) or ``representation=``, against paraphrases routed as metadata
+(``paraphrases=``).
+
+All scorers derive from scikit-learn's scorer base class, so a multi-metric
+search calls ``predict`` once per fold for all of them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics._scorer import _BaseScorer
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_embeddings, check_essays
+from ._agreement import qwk, standardized_mean_difference
+from ._individual import lipschitz_fraction, score_distance_curve
+from ._ranking import paraphrase_ndcg
+
+__all__ = ["make_fairness_scorer", "get_scorer", "get_scorer_names", "FairnessScorer"]
+
+
+def _abs_smd(y_true, y_pred, **kwargs):
+    return abs(standardized_mean_difference(y_true, y_pred, **kwargs))
+
+
+def _trend(X, y_pred, **kwargs):
+    return float(score_distance_curve(X, y_pred, **kwargs).spearman_rho)
+
+
+def _paraphrase_ndcg(X, X_para, **kwargs):
+    return paraphrase_ndcg(X, X_para, **kwargs)
+
+
+# name -> (function, kind, greater_is_better, needs)
+_REGISTRY = {
+    "qwk": (qwk, "agreement", True, "scores"),
+    "neg_abs_smd": (_abs_smd, "agreement", False, "scores"),
+    "lipschitz_fraction": (lipschitz_fraction, "fairness", True, "pairs"),
+    "score_distance_trend": (_trend, "fairness", True, "pairs"),
+    "paraphrase_ndcg": (_paraphrase_ndcg, "fairness", True, "paraphrases"),
+}
+
+
+def get_scorer_names():
+    """Names accepted by :func:`get_scorer` and :func:`make_fairness_scorer`.
+
+    Returns
+    -------
+    names : list of str
+        Sorted.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes import get_scorer_names
+    >>> get_scorer_names()
+    ['lipschitz_fraction', 'neg_abs_smd', 'paraphrase_ndcg', 'qwk', 'score_distance_trend']
+    """
+    return sorted(_REGISTRY)
+
+
+def _is_text(X):
+    if isinstance(X, (list, tuple)):
+        return bool(X) and isinstance(X[0], str)
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and getattr(X, "ndim", 1) == 1:
+        return dtype.kind in "OUS" or str(dtype) in ("string", "str")
+    return False
+
+
+def _represent(representation, essays):
+    try:
+        check_is_fitted(representation)
+        fitted = representation
+    except NotFittedError:
+        fitted = clone(representation).fit(essays)
+    out = fitted.transform(essays)
+    return out.to_numpy() if hasattr(out, "to_numpy") else out
+
+
+class FairnessScorer(_BaseScorer):
+    """A scorer that compares predictions with pairwise distances of the essays.
+
+    Built by :func:`make_fairness_scorer`; see the module docstring for where
+    the task representation comes from. Use it wherever sklearn takes a
+    scorer. ``kind`` tells :class:`~sklearn_fairaes.FairGridSearchCV` whether
+    it measures agreement or fairness.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from sklearn_fairaes import make_fairness_scorer
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    >>> y = np.array([1.0, 1.0, 3.0, 3.0])
+    >>> scorer = make_fairness_scorer("lipschitz_fraction")
+    >>> round(scorer(LinearRegression().fit(X, y), X, y), 3)  # 5 of the 6 pairs
+    0.833
+    """
+
+    def __init__(self, score_func, sign, kwargs, *, kind, needs, representation=None,
+                 name=None):
+        super().__init__(score_func, sign, kwargs, response_method="predict")
+        self.kind = kind
+        self._needs = needs
+        self._representation = representation
+        self._name = name
+
+    def __repr__(self):
+        rep = "" if self._representation is None else f", representation={self._representation!r}"
+        kw = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())
+        return f"make_fairness_scorer({self._name!r}{rep}{kw})"
+
+    def _task_matrix(self, X, embeddings, estimator=None):
+        if embeddings is not None:
+            return check_embeddings(embeddings, name="embeddings")
+        if self._representation is not None:
+            return _represent(self._representation, check_essays(X))
+        if estimator is not None and self._needs == "paraphrases":
+            return None
+        if _is_text(X):
+            raise ValueError(
+                f"scorer {self._name!r} received raw essays but has no task "
+                f"representation; pass representation= (e.g. "
+                f"sf.TfidfEssayVectorizer()) to make_fairness_scorer, or route "
+                f"precomputed embeddings with set_score_request(embeddings=True)"
+            )
+        return X
+
+    def _model_representation(self, estimator, essays):
+        if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
+            raise ValueError(
+                "paraphrase_ndcg scores a representation: pass representation= to "
+                "make_fairness_scorer, or score a Pipeline whose first steps "
+                "transform the essays"
+            )
+        out = estimator[:-1].transform(essays)
+        return out.to_numpy() if hasattr(out, "to_numpy") else out
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        embeddings = kwargs.pop("embeddings", None)
+        paraphrases = kwargs.pop("paraphrases", None)
+        scoring_kwargs = {**self._kwargs, **kwargs}
+        if self._needs == "paraphrases":
+            if paraphrases is None:
+                raise ValueError(
+                    "paraphrase_ndcg needs the paraphrase of every essay: call "
+                    "scorer.set_score_request(paraphrases=True) and pass "
+                    "paraphrases=... to fit/cross_validate (metadata routing)"
+                )
+            essays = check_essays(X)
+            para = check_essays(paraphrases, name="paraphrases")
+            if self._representation is not None:
+                fitted = self._representation
+                try:
+                    check_is_fitted(fitted)
+                except NotFittedError:
+                    fitted = clone(fitted).fit(essays)
+                Z, Zp = (np.asarray(_densify(fitted.transform(t))) for t in (essays, para))
+            else:
+                Z = _densify(self._model_representation(estimator, essays))
+                Zp = _densify(self._model_representation(estimator, para))
+            scoring_kwargs.setdefault("n_samples", min(100, len(essays)))
+            return self._sign * self._score_func(Z, Zp, **scoring_kwargs)
+        y_pred = method_caller(estimator, "predict", X)
+        if self._needs == "scores":
+            return self._sign * self._score_func(y_true, y_pred, **scoring_kwargs)
+        Z = self._task_matrix(X, embeddings)
+        return self._sign * self._score_func(Z, y_pred, **scoring_kwargs)
+
+
+def _densify(Z):
+    return Z.toarray() if hasattr(Z, "toarray") else np.asarray(Z)
+
+
+def make_fairness_scorer(metric, *, representation=None, greater_is_better=None, **kwargs):
+    """Make a scorer from a metric of this package, by name or as a function.
+
+    Parameters
+    ----------
+    metric : str or callable
+        A name from :func:`get_scorer_names`, or a function. A function is
+        taken as an agreement metric ``f(y_true, y_pred, **kwargs)`` unless its
+        first parameter is called ``X`` (then it is a pair metric
+        ``f(X, y_pred, **kwargs)``, like :func:`lipschitz_fraction`).
+    representation : transformer, default=None
+        The task representation for pair metrics (see the module docs). An
+        unfitted one is fitted on the essays being scored.
+    greater_is_better : bool, default=None
+        Only for functions; names know their direction. ``False`` negates.
+    **kwargs
+        Passed to the metric on every call (e.g. ``normalize="max"``).
+
+    Returns
+    -------
+    scorer : FairnessScorer
+        Callable as ``scorer(estimator, X, y)``; ``scorer.kind`` is
+        ``"agreement"`` or ``"fairness"``. To use precomputed task embeddings,
+        enable metadata routing and call ``scorer.set_score_request(embeddings=True)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from sklearn_fairaes import make_fairness_scorer
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> y = np.array([1, 2, 3, 4])
+    >>> model = LinearRegression().fit(X, y)
+    >>> make_fairness_scorer("qwk")(model, X, y)
+    1.0
+    >>> make_fairness_scorer("qwk").kind
+    'agreement'
+    """
+    if isinstance(metric, str):
+        if metric not in _REGISTRY:
+            raise ValueError(
+                f"unknown metric {metric!r}; choose one of {get_scorer_names()} or pass "
+                f"a function"
+            )
+        if greater_is_better is not None:
+            raise ValueError(
+                f"greater_is_better is fixed for named metrics ({metric!r}); pass it only "
+                f"with a function"
+            )
+        func, kind, gib, needs = _REGISTRY[metric]
+        name = metric
+    elif callable(metric):
+        import inspect
+
+        params = list(inspect.signature(metric).parameters)
+        needs = "pairs" if params and params[0] == "X" else "scores"
+        kind = "fairness" if needs == "pairs" else "agreement"
+        func, gib = metric, True if greater_is_better is None else bool(greater_is_better)
+        name = getattr(metric, "__name__", repr(metric))
+    else:
+        raise TypeError(
+            f"metric must be a name or a function, got {type(metric).__name__}"
+        )
+    if representation is not None and not hasattr(representation, "transform"):
+        raise TypeError(
+            f"representation must be a transformer with fit/transform (e.g. "
+            f"sf.TfidfEssayVectorizer()), got {type(representation).__name__}"
+        )
+    if needs == "scores" and representation is not None:
+        raise ValueError(
+            f"{name!r} compares predictions with human scores and takes no "
+            f"representation"
+        )
+    return FairnessScorer(
+        func, 1 if gib else -1, kwargs, kind=kind, needs=needs,
+        representation=representation, name=name,
+    )
+
+
+def get_scorer(name):
+    """Return the scorer of a metric name, with default options.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`get_scorer_names`; fairness scorers made this way use
+        ``X`` as the task representation (see :func:`make_fairness_scorer`).
+
+    Returns
+    -------
+    scorer : FairnessScorer
+
+    Examples
+    --------
+    >>> from sklearn_fairaes import get_scorer
+    >>> get_scorer("lipschitz_fraction").kind
+    'fairness'
+    """
+    return make_fairness_scorer(name)
+
