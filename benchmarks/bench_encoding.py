@@ -28,7 +28,10 @@ def load_essays(n):
     import pandas as pd
 
     df = pd.read_csv(
-        DATA / "asap_aes_prompt7.tsv", sep="\t", encoding="utf-8-sig", dtype=str,
+        DATA / "asap_aes_prompt7.tsv",
+        sep="\t",
+        encoding="utf-8-sig",
+        dtype=str,
         keep_default_na=False,
     )
     return list(df["essay"].iloc[:n]), df["domain1_score"].astype(float).iloc[:n].to_numpy()
@@ -46,8 +49,9 @@ def best_of(fn, repeat):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-essays", type=int, default=500)
-    parser.add_argument("--n-search", type=int, default=120,
-                        help="essays in the grid-search comparison")
+    parser.add_argument(
+        "--n-search", type=int, default=120, help="essays in the grid-search comparison"
+    )
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
 
@@ -70,11 +74,15 @@ def main(argv=None):
     t_raw, raw = best_of(lambda: raw_model.encode(essays, batch_size=32), args.repeat)
     t_ours, ours = best_of(lambda: enc.transform(essays), args.repeat)
     diff = float(np.abs(ours - raw).max())
-    print(f"[1] {len(essays)} essays: raw sentence-transformers {t_raw:.2f} s "
-          f"({len(essays) / t_raw:.1f} essays/s), SentenceBertEncoder {t_ours:.2f} s "
-          f"({len(essays) / t_ours:.1f} essays/s)")
-    print(f"    throughput ratio ours/raw = {t_raw / t_ours:.3f} (>= 0.9 expected); "
-          f"max |diff| = {diff:.2e}")
+    print(
+        f"[1] {len(essays)} essays: raw sentence-transformers {t_raw:.2f} s "
+        f"({len(essays) / t_raw:.1f} essays/s), SentenceBertEncoder {t_ours:.2f} s "
+        f"({len(essays) / t_ours:.1f} essays/s)"
+    )
+    print(
+        f"    throughput ratio ours/raw = {t_raw / t_ours:.3f} (>= 0.9 expected); "
+        f"max |diff| = {diff:.2e}"
+    )
 
     sub, ysub = essays[: args.n_search], y[: args.n_search]
     grid = {"ridge__alpha": [0.1, 1.0, 10.0, 100.0]}
@@ -99,9 +107,11 @@ def main(argv=None):
     finally:
         SentenceBertEncoder._encode = real
     (tc, nc, pc), (tn, nn, pn) = results["with cache"], results["without cache"]
-    print(f"[2] GridSearchCV 5 folds x 4 candidates on {len(sub)} essays: "
-          f"with cache {tc:.1f} s ({nc} essays encoded), without {tn:.1f} s "
-          f"({nn} encoded); speed-up {tn / tc:.1f}x; same best params: {pc == pn}")
+    print(
+        f"[2] GridSearchCV 5 folds x 4 candidates on {len(sub)} essays: "
+        f"with cache {tc:.1f} s ({nc} essays encoded), without {tn:.1f} s "
+        f"({nn} encoded); speed-up {tn / tc:.1f}x; same best params: {pc == pn}"
+    )
 
 
 if __name__ == "__main__":

@@ -7,10 +7,13 @@ needs them is used.
 """
 
 from ._version import __version__
+from .datasets import load_asap, load_demo_essays, load_demo_prompt, load_demo_rubric
+from .features import FEATURE_NAMES, InterpretableFeatures
 from .metrics import (
     FairnessScorer,
     agreement_rate,
     agreement_report,
+    condensed_distances,
     difference_of_standardized_means,
     extreme_pairs,
     feature_difference_profile,
@@ -26,6 +29,8 @@ from .metrics import (
     standardized_mean_difference,
     weighted_rmse,
 )
+from .model_selection import FairGridSearchCV, FairRandomizedSearchCV
+from .report import AuditResult, audit
 from .text import (
     BowVectorizer,
     EmbeddingCache,
@@ -46,6 +51,7 @@ __all__ = [
     "FairnessScorer",
     "agreement_rate",
     "agreement_report",
+    "condensed_distances",
     "difference_of_standardized_means",
     "extreme_pairs",
     "feature_difference_profile",
@@ -60,4 +66,18 @@ __all__ = [
     "score_distance_curve",
     "standardized_mean_difference",
     "weighted_rmse",
+    # features
+    "FEATURE_NAMES",
+    "InterpretableFeatures",
+    # datasets
+    "load_asap",
+    "load_demo_essays",
+    "load_demo_prompt",
+    "load_demo_rubric",
+    # audit
+    "AuditResult",
+    "audit",
+    # model selection
+    "FairGridSearchCV",
+    "FairRandomizedSearchCV",
 ]

@@ -279,7 +279,9 @@ def check_same_length(**arrays):
     >>> from sklearn_fairaes._validation import check_same_length
     >>> check_same_length(X=[1, 2], y_pred=[3, 4])
     """
-    lengths = {k: (v.shape[0] if hasattr(v, "shape") else len(v)) for k, v in arrays.items()}
+    lengths = {
+        k: (v.shape[0] if hasattr(v, "shape") else len(v)) for k, v in arrays.items()
+    }
     if len(set(lengths.values())) > 1:
         desc = ", ".join(f"{k} has {n}" for k, n in lengths.items())
         raise ValueError(

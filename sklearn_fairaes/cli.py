@@ -6,6 +6,7 @@ Exit codes: 0 ok, 2 bad input (with the file, row and column), 1 internal error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ._version import __version__
@@ -17,8 +18,198 @@ def _cmd_setup(args):
     from .resources import setup_resources
 
     report = setup_resources(verbose=not args.quiet)
-    missing = [k for k, v in report.items() if str(v).startswith("MISSING") and k == "wordnet"]
+    missing = [
+        k for k, v in report.items() if str(v).startswith("MISSING") and k == "wordnet"
+    ]
     return EXIT_INTERNAL if missing else EXIT_OK
+
+
+def _log(args, message):
+    if not getattr(args, "quiet", False):
+        print(f"fairaes: {message}", file=sys.stderr)
+
+
+class BadInput(Exception):
+    """Bad input detected by the command line itself (exit code 2)."""
+
+
+def read_table(path, *, encoding=None):
+    """Read a tsv/csv/xlsx file of essays as strings, with precise errors.
+
+    Parameters
+    ----------
+    path : str or path-like
+    encoding : str, default=None
+        Text encoding of tsv/csv files; None means UTF-8 (with or without BOM).
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        All columns as strings; empty cells are empty strings.
+    """
+    from pathlib import Path
+
+    from .resources import require
+
+    pd = require("pandas", purpose="reading data files")
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix in (".xlsx", ".xlsm"):
+        require("openpyxl", extra="report", purpose="reading .xlsx files")
+        try:
+            frame = pd.read_excel(path, dtype=str, keep_default_na=False)
+        except Exception as exc:
+            raise BadInput(f"{path}: not a readable Excel file ({exc})") from None
+    elif suffix in (".tsv", ".tab", ".txt", ".csv"):
+        raw = path.read_bytes()
+        if not raw.strip():
+            raise BadInput(f"{path}: the file is empty")
+        enc = encoding or "utf-8-sig"
+        try:
+            text = raw.decode(enc)
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise BadInput(
+                f"{path}: cannot decode byte 0x{raw[exc.start]:02x} at line {line} as "
+                f"{enc}; re-save the file as UTF-8, or pass --encoding (e.g. cp1252)"
+            ) from None
+        except LookupError:
+            raise BadInput(f"unknown encoding {enc!r}") from None
+        import io
+
+        sep = "," if suffix == ".csv" else "\t"
+        try:
+            frame = pd.read_csv(
+                io.StringIO(text), sep=sep, dtype=str, keep_default_na=False
+            )
+        except Exception as exc:
+            raise BadInput(f"{path}: cannot parse as {'CSV' if sep == ',' else 'TSV'} ({exc})") from None
+    else:
+        raise BadInput(f"{path}: unknown file type {suffix!r}; use .tsv, .csv or .xlsx")
+    if frame.shape[0] == 0:
+        raise BadInput(f"{path}: the file has a header but no rows")
+    return frame
+
+
+def _split(value):
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _run_audit(args, frame, *, source, prompt, paraphrases):
+    from .report import audit
+
+    return audit(
+        frame,
+        text_col=args.text_col,
+        score_col=args.score_col,
+        rater_cols=_split(args.rater_cols),
+        prompt=prompt,
+        group_col=args.group_col,
+        id_col=args.id_col,
+        representations=_split(args.representations),
+        models=_split(args.models),
+        cv=args.cv,
+        paraphrases=paraphrases,
+        random_state=args.random_state,
+        n_jobs=args.n_jobs,
+        grammar=args.grammar,
+        sbert_model=args.sbert_model,
+        progress=not args.quiet,
+        title=f"Individual-fairness audit of {source}",
+    )
+
+
+def _write_output(args, result):
+    """Write into a temporary sibling, then rename: no half report ever looks complete."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise BadInput(f"{out} already exists; pass --force to replace it, or choose --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        result.save(tmp)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / out.name)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _cmd_audit(args):
+    from .report import AuditInputError
+
+    frame = read_table(args.data, encoding=args.encoding)
+    prompt = None
+    if args.prompt_file:
+        try:
+            with open(args.prompt_file, encoding="utf-8-sig") as fh:
+                prompt = fh.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"{args.prompt_file}: cannot read the prompt ({exc})") from None
+        if not prompt:
+            raise BadInput(f"{args.prompt_file}: the prompt file is empty")
+    _log(args, f"auditing {len(frame)} essays from {args.data}")
+    try:
+        result = _run_audit(
+            args, frame, source=os.path.basename(str(args.data)), prompt=prompt,
+            paraphrases=args.paraphrase_col,
+        )
+    except AuditInputError as exc:
+        raise BadInput(f"{args.data}: {exc}") from None
+    out = _write_output(args, result)
+    _log(args, f"report written to {out / 'report.html'} ({result.meta['seconds']} s)")
+    if not args.quiet:
+        print(result.summary())
+    return EXIT_OK
+
+
+def _cmd_demo(args):
+    from .datasets import load_demo_essays, load_demo_prompt
+
+    frame = load_demo_essays()
+    for name, value in (
+        ("text_col", "essay"), ("score_col", "score"), ("rater_cols", "rater1,rater2"),
+        ("group_col", "group"), ("id_col", "essay_id"),
+    ):
+        setattr(args, name, value)
+    _log(args, f"auditing the embedded demo corpus ({len(frame)} essays written for this package)")
+    result = _run_audit(
+        args, frame, source="the demo corpus", prompt=load_demo_prompt(),
+        paraphrases="paraphrase",
+    )
+    out = _write_output(args, result)
+    _log(args, f"report written to {out / 'report.html'} ({result.meta['seconds']} s)")
+    if not args.quiet:
+        print(result.summary())
+    return EXIT_OK
+
+
+def _add_run_options(p):
+    p.add_argument("--representations", default="bow,tfidf,sbert",
+                   help="comma-separated: bow, tfidf, sbert, laser (default: %(default)s)")
+    p.add_argument("--models", default="ridge,random_forest,gradient_boosting",
+                   help="comma-separated: ridge, random_forest, gradient_boosting "
+                        "(default: %(default)s)")
+    p.add_argument("--cv", type=int, default=5, help="cross-validation folds (default: 5)")
+    p.add_argument("--random-state", type=int, default=0)
+    p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--grammar", default=None, metavar="URL",
+                   help="LanguageTool server for the language_errors feature")
+    p.add_argument("--sbert-model", default="all-MiniLM-L6-v2")
+    p.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
 
 
 def build_parser():
@@ -33,7 +224,11 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="fairaes",
         description="Individual-fairness audit for automated essay scoring.",
-        epilog="Examples:\n  fairaes setup\n  fairaes --version",
+        epilog=(
+            "Examples:\n  fairaes setup\n  fairaes demo --out demo-report\n"
+            "  fairaes audit essays.tsv --text-col essay --score-col score --out report\n"
+            "  fairaes --version"
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"fairaes {__version__}")
@@ -52,6 +247,53 @@ def build_parser():
     )
     p_setup.add_argument("--quiet", action="store_true", help="print nothing")
     p_setup.set_defaults(func=_cmd_setup)
+
+    p_audit = sub.add_parser(
+        "audit",
+        help="run the individual-fairness audit on a file of essays with human scores",
+        description=(
+            "Run the paper's methodology (representations x models, agreement, "
+            "Lipschitz fraction, score-difference curves, extreme pairs, feature "
+            "profiles, paraphrase robustness) and write DIR/report.html, "
+            "DIR/results.json and DIR/tables/*.csv."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  fairaes audit essays.tsv --text-col essay --score-col score --out report\n"
+            "  fairaes audit asap.tsv --text-col essay --score-col domain1_score \\\n"
+            "      --rater-cols rater1_domain1,rater2_domain1 --prompt-file prompt.txt \\\n"
+            "      --representations tfidf,sbert --models ridge --out asap7-report\n"
+            "Exit codes: 0 ok, 2 bad input, 1 internal error."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p_audit.add_argument("data", help="a .tsv, .csv or .xlsx file, one essay per row")
+    p_audit.add_argument("--text-col", required=True, help="column with the essay text")
+    p_audit.add_argument("--score-col", required=True, help="column with the human score")
+    p_audit.add_argument("--rater-cols", default=None, metavar="R1,R2",
+                         help="the two raters' columns (for the degradation from human QWK)")
+    p_audit.add_argument("--prompt-file", default=None,
+                         help="text file with the prompt (else prompt features are left out)")
+    p_audit.add_argument("--group-col", default=None, help="group column for the group view")
+    p_audit.add_argument("--id-col", default=None, help="column of unique essay ids")
+    p_audit.add_argument("--paraphrase-col", default=None,
+                         help="column with a paraphrase of each essay (else WordNet paraphrases)")
+    p_audit.add_argument("--encoding", default=None, help="text encoding of tsv/csv (default UTF-8)")
+    p_audit.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    _add_run_options(p_audit)
+    p_audit.set_defaults(func=_cmd_audit)
+
+    p_demo = sub.add_parser(
+        "demo",
+        help="run the audit on the embedded demo corpus",
+        description="Audit the 180-essay demo corpus written for this package.",
+        epilog="Example:\n  fairaes demo --out demo-report",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p_demo.add_argument("--out", default="demo-report", metavar="DIR",
+                        help="output folder (default: %(default)s)")
+    _add_run_options(p_demo)
+    p_demo.set_defaults(func=_cmd_demo)
     return parser
 
 
@@ -71,8 +313,21 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     try:
         return args.func(args)
+    except BadInput as exc:
+        print(f"fairaes: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # pragma: no cover
-        print("fairaes: interrupted", file=sys.stderr)
+        print("fairaes: interrupted; no report was written", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception:  # an internal error: show it, exit 1
+        import traceback
+
+        traceback.print_exc()
+        print(
+            "fairaes: internal error (the traceback is above); no report was written. "
+            "Please report it with the command you ran.",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 

@@ -187,7 +187,8 @@ def _build_wordnet_from_system(source, nltk_dir):
                 shutil.copyfile(entry, tmp / entry.name)
         if not (tmp / "lexnames").exists():
             lines = [
-                f"{i:02d}\t{name}\t{cat}\n" for i, (name, cat) in enumerate(_WORDNET_LEXNAMES)
+                f"{i:02d}\t{name}\t{cat}\n"
+                for i, (name, cat) in enumerate(_WORDNET_LEXNAMES)
             ]
             (tmp / "lexnames").write_text("".join(lines), encoding="ascii")
         if target.exists():
@@ -199,7 +200,7 @@ def _build_wordnet_from_system(source, nltk_dir):
     return target
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ensure_wordnet(*, allow_download=True):
     """Make WordNet available to NLTK and return the folder NLTK reads it from.
 
@@ -262,7 +263,7 @@ def ensure_wordnet(*, allow_download=True):
             if _wordnet_loads():
                 return str(target)
     raise ResourceNotFoundError(
-        "WordNet for NLTK was not found. Fix one of: (1) online: python -c \"import nltk; "
+        'WordNet for NLTK was not found. Fix one of: (1) online: python -c "import nltk; '
         "nltk.download('wordnet')\"; (2) offline on Debian/Ubuntu, as root: apt-get install "
         "-y --no-install-recommends wordnet-base wordnet-sense-index, then run "
         "'fairaes setup'; (3) put an NLTK wordnet folder under "
@@ -402,7 +403,9 @@ def resolve_laser_files(model_dir=None, *, encoder=None, bpe_codes=None, bpe_voc
     for key, filename in LASER_FILES.items():
         if explicit[key] is not None:
             if not Path(explicit[key]).is_file():
-                raise ResourceNotFoundError(f"LASER {key} file {explicit[key]} does not exist")
+                raise ResourceNotFoundError(
+                    f"LASER {key} file {explicit[key]} does not exist"
+                )
             found[key] = str(explicit[key])
             continue
         for folder in folders:
@@ -455,8 +458,9 @@ def setup_resources(*, verbose=True):
         ("language_tool_python", "grammar (language_tool_python)"),
     ):
         report[label] = (
-            "installed" if importlib.util.find_spec(module) else
-            f"MISSING: pip install \"sklearn-fairaes[{_EXTRA_OF_MODULE[module]}]\""
+            "installed"
+            if importlib.util.find_spec(module)
+            else f'MISSING: pip install "sklearn-fairaes[{_EXTRA_OF_MODULE[module]}]"'
         )
     if verbose:
         width = max(len(k) for k in report)

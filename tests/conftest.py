@@ -43,7 +43,9 @@ def asap7():
     import pandas as pd
 
     path = require_file(ASAP7)
-    return pd.read_csv(path, sep="\t", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    return pd.read_csv(
+        path, sep="\t", encoding="utf-8-sig", dtype=str, keep_default_na=False
+    )
 
 
 @pytest.fixture(scope="session")

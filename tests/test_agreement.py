@@ -721,6 +721,7 @@ def test_report_rows_equal_the_single_metrics():
         "adjacent_agreement", "pearson_r", "qwk_ok", "degradation_ok", "smd_ok",
         "acceptable",
     ]  # fmt: skip
+    assert report["n"].dtype == np.int64 and report["acceptable"].dtype == bool
     for name, pred in models.items():
         row = report.loc[name]
         assert row["qwk"] == qwk(y, pred)

@@ -50,6 +50,9 @@ TEXT_TRANSFORMERS = {
 }
 ELSEWHERE = {
     "LaserEncoder": "tests/test_laser.py (needs the tiny LASER model fixture)",
+    "InterpretableFeatures": "tests/test_features.py (needs a prompt and scores)",
+    "FairGridSearchCV": "tests/test_model_selection.py (a meta-estimator)",
+    "FairRandomizedSearchCV": "tests/test_model_selection.py (a meta-estimator)",
 }
 
 
@@ -96,7 +99,9 @@ def test_text_transformer_contract(name):
     refit = clone(est).fit(essays)
     np.testing.assert_allclose(_dense(refit.transform(essays)), out1, atol=1e-6)
     pd = pytest.importorskip("pandas")
-    frame = clone(est).set_output(transform="pandas").fit(essays).transform(pd.Series(essays))
+    frame = (
+        clone(est).set_output(transform="pandas").fit(essays).transform(pd.Series(essays))
+    )
     assert isinstance(frame, pd.DataFrame) and list(frame.columns) == list(names)
     with pytest.raises(ValueError, match="position 2 of X is None"):
         est.transform(["a", "b", None])

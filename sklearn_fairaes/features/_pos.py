@@ -18,10 +18,10 @@ Backends, tried in this order by ``"auto"``:
    ``tagger`` run, on our own tokens.
 
 A callable ``f(tokens) -> tags`` (one tag per token) can be passed instead.
-ASAP placeholders are tagged through a stand-in word (``"5"`` for quantities,
-``"Alex"`` otherwise) and then get the fixed tag ``CD`` or ``NNP``, so their
-tags do not depend on the backend. Loaded taggers are cached per process and
-never pickled.
+ASAP placeholders are tagged through a stand-in word (a number for
+quantities, a first name otherwise) and then get the fixed tag ``CD`` or
+``NNP``, so their tags do not depend on the backend. Loaded taggers are cached
+per process and never pickled.
 
 The good n-grams follow the paper (its §5.1.1, after EASE): all POS 2- to
 4-grams of the training essays are tested, each with a one-sided Fisher exact
@@ -45,7 +45,9 @@ from ._tokenize import is_placeholder, placeholder_stand_in
 __all__ = [
     "GOOD_NGRAM_ALPHA",
     "NGRAM_RANGE",
+    "good_ngram_share",
     "learn_good_ngrams",
+    "median_split",
     "pos_ngrams",
     "resolve_pos_tagger",
     "tag_essays",
@@ -163,21 +165,29 @@ def resolve_pos_tagger(pos_tagger):
 
 
 def _load(label):
+    # NLTK's tagger is keyed by the folder it loads from, so a change of
+    # nltk.data.path loads the tagger found there.
+    key = ("nltk", _nltk_tagger_path()) if label == "nltk" else label
     with _TAGGERS_LOCK:
-        if label not in _TAGGERS:
+        if key not in _TAGGERS:
             if label == "nltk":
                 from nltk.tag import PerceptronTagger
 
-                _TAGGERS[label] = PerceptronTagger()
+                if key[1] is None:
+                    raise ResourceNotFoundError(
+                        f"NLTK's tagger data ({_NLTK_RESOURCE}) is no longer on NLTK's "
+                        f"data path in this process. {_HOW_TO}"
+                    )
+                _TAGGERS[key] = PerceptronTagger()
             else:
                 spacy = require("spacy", purpose="POS tagging with spaCy")
                 # Only tok2vec + tagger are needed for token.tag_; leaving the
                 # rest out makes tagging about three times faster.
-                _TAGGERS[label] = spacy.load(
+                _TAGGERS[key] = spacy.load(
                     label[len("spacy:") :],
                     exclude=["parser", "ner", "lemmatizer", "attribute_ruler", "senter"],
                 )
-        return _TAGGERS[label]
+        return _TAGGERS[key]
 
 
 def _stand_in_tokens(tokens):

@@ -25,6 +25,7 @@ from ._individual import (
     lipschitz_fraction,
     score_distance_curve,
 )
+from ._pairwise import condensed_distances
 from ._ranking import paraphrase_ndcg
 from ._scorer import FairnessScorer, get_scorer, get_scorer_names, make_fairness_scorer
 
@@ -32,6 +33,7 @@ __all__ = [
     "FairnessScorer",
     "agreement_rate",
     "agreement_report",
+    "condensed_distances",
     "difference_of_standardized_means",
     "extreme_pairs",
     "feature_difference_profile",

@@ -27,18 +27,20 @@ from sklearn.utils import Bunch
 
 from .._validation import check_embeddings, check_scores
 from ..exceptions import UndefinedMetricWarning
+from . import _pairwise
 from ._pairwise import (
-    EXACT_SORT_MAX_PAIRS,
     HistogramReducer,
     MinMaxReducer,
     PairwiseEngine,
     TableResult,
     TopKReducer,
+    _f32_at_least,
     check_int,
     check_option,
     check_real,
     pairs_to_condensed,
     select_rank_windows,
+    stable_argsort,
 )
 
 __all__ = [
@@ -127,6 +129,95 @@ class _LipschitzCounter:
 
     def empty(self):
         return 0, 0
+
+
+#: Most undecided pairs a screened count keeps (two int64 each) before falling
+#: back to exact float64 blocks; only reached with massive exact ties.
+_MAX_UNDECIDED = 2**24
+
+
+class _ScreenedLipschitzCounter:
+    """Count Lipschitz pairs from float32 similarities, keeping undecided pairs.
+
+    ``T = a - b * G - c * |y_i - y_j|`` equals ``L * d_n - o_n`` up to
+    ``margin``; pairs with ``T >= margin`` satisfy the inequality, pairs with
+    ``T <= -margin`` do not, and the others are returned for an exact check.
+    """
+
+    block_kind = "similarity32"
+    consumes_blocks = True  # T is computed in place of the similarities
+
+    def __init__(self, y, a, b, c, margin):
+        self.y32 = y.astype(np.float32)
+        self.a, self.b, self.c = np.float32(a), np.float32(b), np.float32(c)
+        self.margin = _f32_at_least(margin)
+
+    def map(self, block):
+        T = block.similarities
+        np.multiply(T, -self.b, out=T)
+        np.add(T, self.a, out=T)
+        if self.c:
+            diff = np.subtract.outer(self.y32[block.rows], self.y32[block.cols])
+            np.abs(diff, out=diff)
+            np.multiply(diff, self.c, out=diff)
+            np.subtract(T, diff, out=T)
+        if block.mask is not None:
+            T[~block.mask] = -np.inf
+        sure = int(np.count_nonzero(T >= self.margin))
+        np.abs(T, out=T)
+        pos = np.flatnonzero(T < self.margin)
+        n_cols = block.col_stop - block.col_start
+        i, j = block.row_start + pos // n_cols, block.col_start + pos % n_cols
+        return sure, block.n_valid, i, j, False
+
+    def combine(self, a, b):
+        overflow = a[4] or b[4] or a[2].size + b[2].size > _MAX_UNDECIDED
+        if overflow:
+            e = np.empty(0, dtype=np.int64)
+            return a[0] + b[0], a[1] + b[1], e, e, True
+        i = np.concatenate([a[2], b[2]])
+        j = np.concatenate([a[3], b[3]])
+        return a[0] + b[0], a[1] + b[1], i, j, False
+
+    def empty(self):
+        e = np.empty(0, dtype=np.int64)
+        return 0, 0, e, e, False
+
+
+def _screened_count(engine, y, d_scaling, o_scaling, L, o_max):
+    """Exact Lipschitz count through float32 screening, or None on overflow."""
+    u32 = float(np.finfo(np.float32).eps) / 2
+    u64 = float(np.finfo(np.float64).eps) / 2
+    if d_scaling is None:
+        a_d = b = 0.0
+    else:
+        shift, divisor = d_scaling
+        b = L / divisor
+        a_d = L * (1.0 - shift) / divisor
+    if o_scaling is None:
+        a_o = c = 0.0
+    else:
+        shift, divisor = o_scaling
+        c = 1.0 / divisor
+        a_o = shift / divisor
+    a = a_d + a_o
+    big = abs(a) + abs(b) + c * o_max
+    y_max = float(np.max(np.abs(y)))
+    # similarity error, float32 rounding of ~6 operations on values <= big and of
+    # the scores, float64 rounding of the exact side; doubled for safety
+    margin = 2 * (b * engine.screen_error + 8 * u32 * big + 3 * c * u32 * y_max
+                  + 8 * u64 * big)  # fmt: skip
+    sure, n_eval, i, j, overflow = engine.map_reduce(
+        _ScreenedLipschitzCounter(y, a, b, c, margin)
+    )
+    if overflow:
+        return None
+    d = _normalise(engine.paired_distances(i, j), d_scaling)
+    if L != 1.0:
+        d *= L
+    o = np.abs(y[i] - y[j])
+    o = _normalise(o, o_scaling, out=None if o_scaling is None else o)
+    return sure + int(np.count_nonzero(o <= d)), n_eval
 
 
 def _wilson_interval(k, n, level):
@@ -238,9 +329,12 @@ def lipschitz_fraction(
     -----
     The exact computation takes two passes over the blocks of pairs (the
     distance range, then the count) and ``O(N * d + block_size**2)`` memory.
-    The count equals the paper's recipe ``d = pdist(X, "cosine"); o =
-    pdist(y[:, None]); mean(minmax(o) <= minmax(d))`` up to pairs whose two
-    sides are equal to the last bit (see :mod:`._pairwise`).
+    On large dense inputs both passes screen pairs with a float32 matrix product
+    whose error is bounded, and settle the undecided ones exactly in float64
+    (see :mod:`._pairwise`). The count equals the paper's recipe ``d =
+    pdist(X, "cosine"); o = pdist(y[:, None]); mean(minmax(o) <= minmax(d))``
+    up to pairs whose two sides are equal to the last bit; with the ``pdist``
+    array passed as ``X`` and ``metric="precomputed"``, it equals it exactly.
 
     With ``max_pairs``, the score-difference range is still exact (it follows
     from the sorted scores) but the distance range is the sample's: its minimum
@@ -258,6 +352,9 @@ def lipschitz_fraction(
     >>> import numpy as np
     >>> from sklearn_fairaes.metrics._individual import lipschitz_fraction
     >>> X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    >>> # The near-duplicate pairs agree. The four other pairs differ by the
+    >>> # largest score gap, which min-max maps to 1: only the farthest pair,
+    >>> # whose normalised distance is 1, satisfies the inequality.
     >>> lipschitz_fraction(X, [2, 2, 5, 5])
     0.5
     >>> lipschitz_fraction(X, [2, 2, 5, 5], lipschitz_constant=1.2)
@@ -277,15 +374,29 @@ def lipschitz_fraction(
 
     exact = max_pairs is None or max_pairs >= total
     if exact:
-        if normalize is None:
+        counted = None
+        # Large dense problems: a float32 product decides most pairs and exact
+        # float64 distances settle the rest. Both passes must use the same exact
+        # distances, so a failed screening redoes both in float64.
+        for screened in (True, False) if engine.screenable else (False,):
             d_range = None
-        else:
-            d_min, d_max, _ = engine.map_reduce(MinMaxReducer())
-            d_range = (d_min, d_max)
-        d_scaling = _scaling(*(d_range or (0.0, 0.0)), normalize, "distance")
-        o_scaling = _scaling(*o_range, normalize, "score difference")
-        reducer = _LipschitzCounter(y, d_scaling, o_scaling, lipschitz_constant)
-        n_ok, n_eval = engine.map_reduce(reducer)
+            if normalize is not None:
+                d_range = engine.distance_range(screened=screened)
+                if d_range is None:
+                    continue
+                d_range = d_range[:2]
+            d_scaling = _scaling(*(d_range or (0.0, 0.0)), normalize, "distance")
+            o_scaling = _scaling(*o_range, normalize, "score difference")
+            if screened:
+                counted = _screened_count(
+                    engine, y, d_scaling, o_scaling, lipschitz_constant, o_range[1]
+                )
+            else:
+                reducer = _LipschitzCounter(y, d_scaling, o_scaling, lipschitz_constant)
+                counted = engine.map_reduce(reducer)
+            if counted is not None:
+                break
+        n_ok, n_eval = counted
     else:
         i, j = engine.sample_pairs(max_pairs, random_state)
         d = engine.paired_distances(i, j)
@@ -330,6 +441,15 @@ class ScoreDistanceCurve(TableResult):
     ``mean_error_bound``. Scalars: ``spearman_rho``, ``spearman_pvalue``,
     ``method`` and ``n_total_pairs``. :meth:`to_frame` gives the per-bin
     arrays as a DataFrame indexed by ``bin``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._individual import score_distance_curve
+    >>> X = np.random.RandomState(0).normal(size=(10, 3))
+    >>> curve = score_distance_curve(X, np.arange(10.0), n_bins=3)
+    >>> curve.n_pairs, curve.method
+    (array([15, 15, 15]), 'exact')
     """
 
     _frame_keys = (
@@ -569,10 +689,12 @@ def score_distance_curve(
         order = np.lexsort((pairs_to_condensed(i, j, engine.n_samples), d))
         sizes, mean, std, dmin, dmax = _curve_from_sorted(d, o, order, n_bins)
         used = "sampled"
-    elif method == "exact" or (method == "auto" and total <= EXACT_SORT_MAX_PAIRS):
+    elif method == "exact" or (
+        method == "auto" and total <= _pairwise.EXACT_SORT_MAX_PAIRS
+    ):
         d = engine.condensed()
         o = _condensed_outcomes(y)
-        order = np.argsort(d, kind="stable")
+        order = stable_argsort(d)
         sizes, mean, std, dmin, dmax = _curve_from_sorted(d, o, order, n_bins)
         used = "exact"
     else:
@@ -608,6 +730,14 @@ class ExtremePairs(TableResult):
     ``j`` (``i < j``) and ``distance``, ranked from the most extreme.
     :meth:`to_frame` stacks them with columns ``kind``, ``rank``, ``i``, ``j``
     and ``distance``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._individual import extreme_pairs
+    >>> pairs = extreme_pairs(np.array([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0]]), k=2)
+    >>> pairs.nearest.j.tolist(), pairs.farthest.j.tolist()
+    ([1, 2], [2, 2])
     """
 
     def to_frame(self):
@@ -695,6 +825,15 @@ class FeatureDifferenceProfile(TableResult):
     ``mean_abs_diff`` (array of shape (3, n_features)), ``n_pairs``,
     ``distance_min`` and ``distance_max`` (per group). :meth:`to_frame` gives
     a 3 x n_features DataFrame indexed by group.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._individual import feature_difference_profile
+    >>> X = np.random.RandomState(0).normal(size=(10, 3))
+    >>> profile = feature_difference_profile(X, X[:, :1], n_pairs=5)
+    >>> profile.group.tolist(), profile.mean_abs_diff.shape
+    (['nearest', 'median', 'farthest'], (3, 1))
     """
 
     def to_frame(self):

@@ -119,8 +119,9 @@ class FairnessScorer(_BaseScorer):
     0.833
     """
 
-    def __init__(self, score_func, sign, kwargs, *, kind, needs, representation=None,
-                 name=None):
+    def __init__(
+        self, score_func, sign, kwargs, *, kind, needs, representation=None, name=None
+    ):
         super().__init__(score_func, sign, kwargs, response_method="predict")
         self.kind = kind
         self._needs = needs
@@ -128,7 +129,11 @@ class FairnessScorer(_BaseScorer):
         self._name = name
 
     def __repr__(self):
-        rep = "" if self._representation is None else f", representation={self._representation!r}"
+        rep = (
+            ""
+            if self._representation is None
+            else f", representation={self._representation!r}"
+        )
         kw = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())
         return f"make_fairness_scorer({self._name!r}{rep}{kw})"
 
@@ -254,9 +259,7 @@ def make_fairness_scorer(metric, *, representation=None, greater_is_better=None,
         func, gib = metric, True if greater_is_better is None else bool(greater_is_better)
         name = getattr(metric, "__name__", repr(metric))
     else:
-        raise TypeError(
-            f"metric must be a name or a function, got {type(metric).__name__}"
-        )
+        raise TypeError(f"metric must be a name or a function, got {type(metric).__name__}")
     if representation is not None and not hasattr(representation, "transform"):
         raise TypeError(
             f"representation must be a transformer with fit/transform (e.g. "
@@ -264,12 +267,16 @@ def make_fairness_scorer(metric, *, representation=None, greater_is_better=None,
         )
     if needs == "scores" and representation is not None:
         raise ValueError(
-            f"{name!r} compares predictions with human scores and takes no "
-            f"representation"
+            f"{name!r} compares predictions with human scores and takes no representation"
         )
     return FairnessScorer(
-        func, 1 if gib else -1, kwargs, kind=kind, needs=needs,
-        representation=representation, name=name,
+        func,
+        1 if gib else -1,
+        kwargs,
+        kind=kind,
+        needs=needs,
+        representation=representation,
+        name=name,
     )
 
 
@@ -293,4 +300,3 @@ def get_scorer(name):
     'fairness'
     """
     return make_fairness_scorer(name)
-

@@ -1,1 +1,15 @@
-"""model_selection (being written)."""
+"""Fairness-aware model selection: sklearn's searches with a fairness selection rule."""
+
+from ._search import (
+    FairGridSearchCV,
+    FairnessConstraintWarning,
+    FairRandomizedSearchCV,
+    pareto_front,
+)
+
+__all__ = [
+    "FairGridSearchCV",
+    "FairRandomizedSearchCV",
+    "FairnessConstraintWarning",
+    "pareto_front",
+]

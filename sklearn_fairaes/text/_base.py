@@ -67,7 +67,9 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     def _validate_encoder_params(self):
         cache = self.cache
-        if not (cache is None or isinstance(cache, bool) or hasattr(cache, "get_or_compute")):
+        if not (
+            cache is None or isinstance(cache, bool) or hasattr(cache, "get_or_compute")
+        ):
             get_cache(cache)  # raises a TypeError for anything but a path
 
     def __sklearn_tags__(self):

@@ -165,9 +165,7 @@ class _EssayTextMixin:
         pd = require("pandas", purpose="pandas output")
         # a list has an ``index`` method: only a pandas index counts
         index = getattr(original, "index", None) if hasattr(original, "iloc") else None
-        frame = pd.DataFrame.sparse.from_spmatrix(
-            out, columns=self.get_feature_names_out()
-        )
+        frame = pd.DataFrame.sparse.from_spmatrix(out, columns=self.get_feature_names_out())
         if index is not None and len(index) == frame.shape[0]:
             frame.index = index
         return frame
