@@ -21,11 +21,15 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet -e ".[all,dev]"
 	touch $(STAMP)
 
-# WordNet from Debian when NLTK cannot find or download it (needs root and apt)
+# Debian packages, when missing and running as root: WordNet (for NLTK when it
+# cannot download it) and Chromium (the report's browser test)
 system-deps:
-	@if [ ! -f /usr/share/wordnet/data.noun ] && [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
-		echo "installing Debian WordNet (wordnet-base, wordnet-sense-index)"; \
-		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wordnet-base wordnet-sense-index; \
+	@missing=""; \
+	[ -f /usr/share/wordnet/data.noun ] || missing="$$missing wordnet-base wordnet-sense-index"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian packages:$$missing"; \
+		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 resources: system-deps $(STAMP)

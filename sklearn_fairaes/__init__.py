@@ -30,6 +30,7 @@ from .metrics import (
     weighted_rmse,
 )
 from .model_selection import FairGridSearchCV, FairRandomizedSearchCV
+from .paraphrase import WordNetParaphraser
 from .report import AuditResult, audit
 from .text import (
     BowVectorizer,
@@ -74,7 +75,8 @@ __all__ = [
     "load_demo_essays",
     "load_demo_prompt",
     "load_demo_rubric",
-    # audit
+    # paraphrase and audit
+    "WordNetParaphraser",
     "AuditResult",
     "audit",
     # model selection

@@ -85,7 +85,9 @@ def read_table(path, *, encoding=None):
                 io.StringIO(text), sep=sep, dtype=str, keep_default_na=False
             )
         except Exception as exc:
-            raise BadInput(f"{path}: cannot parse as {'CSV' if sep == ',' else 'TSV'} ({exc})") from None
+            raise BadInput(
+                f"{path}: cannot parse as {'CSV' if sep == ',' else 'TSV'} ({exc})"
+            ) from None
     else:
         raise BadInput(f"{path}: unknown file type {suffix!r}; use .tsv, .csv or .xlsx")
     if frame.shape[0] == 0:
@@ -163,7 +165,10 @@ def _cmd_audit(args):
     _log(args, f"auditing {len(frame)} essays from {args.data}")
     try:
         result = _run_audit(
-            args, frame, source=os.path.basename(str(args.data)), prompt=prompt,
+            args,
+            frame,
+            source=os.path.basename(str(args.data)),
+            prompt=prompt,
             paraphrases=args.paraphrase_col,
         )
     except AuditInputError as exc:
@@ -180,13 +185,22 @@ def _cmd_demo(args):
 
     frame = load_demo_essays()
     for name, value in (
-        ("text_col", "essay"), ("score_col", "score"), ("rater_cols", "rater1,rater2"),
-        ("group_col", "group"), ("id_col", "essay_id"),
+        ("text_col", "essay"),
+        ("score_col", "score"),
+        ("rater_cols", "rater1,rater2"),
+        ("group_col", "group"),
+        ("id_col", "essay_id"),
     ):
         setattr(args, name, value)
-    _log(args, f"auditing the embedded demo corpus ({len(frame)} essays written for this package)")
+    _log(
+        args,
+        f"auditing the embedded demo corpus ({len(frame)} essays written for this package)",
+    )
     result = _run_audit(
-        args, frame, source="the demo corpus", prompt=load_demo_prompt(),
+        args,
+        frame,
+        source="the demo corpus",
+        prompt=load_demo_prompt(),
         paraphrases="paraphrase",
     )
     out = _write_output(args, result)
@@ -197,16 +211,26 @@ def _cmd_demo(args):
 
 
 def _add_run_options(p):
-    p.add_argument("--representations", default="bow,tfidf,sbert",
-                   help="comma-separated: bow, tfidf, sbert, laser (default: %(default)s)")
-    p.add_argument("--models", default="ridge,random_forest,gradient_boosting",
-                   help="comma-separated: ridge, random_forest, gradient_boosting "
-                        "(default: %(default)s)")
+    p.add_argument(
+        "--representations",
+        default="bow,tfidf,sbert",
+        help="comma-separated: bow, tfidf, sbert, laser (default: %(default)s)",
+    )
+    p.add_argument(
+        "--models",
+        default="ridge,random_forest,gradient_boosting",
+        help="comma-separated: ridge, random_forest, gradient_boosting "
+        "(default: %(default)s)",
+    )
     p.add_argument("--cv", type=int, default=5, help="cross-validation folds (default: 5)")
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--n-jobs", type=int, default=None)
-    p.add_argument("--grammar", default=None, metavar="URL",
-                   help="LanguageTool server for the language_errors feature")
+    p.add_argument(
+        "--grammar",
+        default=None,
+        metavar="URL",
+        help="LanguageTool server for the language_errors feature",
+    )
     p.add_argument("--sbert-model", default="all-MiniLM-L6-v2")
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
@@ -270,15 +294,29 @@ def build_parser():
     p_audit.add_argument("data", help="a .tsv, .csv or .xlsx file, one essay per row")
     p_audit.add_argument("--text-col", required=True, help="column with the essay text")
     p_audit.add_argument("--score-col", required=True, help="column with the human score")
-    p_audit.add_argument("--rater-cols", default=None, metavar="R1,R2",
-                         help="the two raters' columns (for the degradation from human QWK)")
-    p_audit.add_argument("--prompt-file", default=None,
-                         help="text file with the prompt (else prompt features are left out)")
-    p_audit.add_argument("--group-col", default=None, help="group column for the group view")
+    p_audit.add_argument(
+        "--rater-cols",
+        default=None,
+        metavar="R1,R2",
+        help="the two raters' columns (for the degradation from human QWK)",
+    )
+    p_audit.add_argument(
+        "--prompt-file",
+        default=None,
+        help="text file with the prompt (else prompt features are left out)",
+    )
+    p_audit.add_argument(
+        "--group-col", default=None, help="group column for the group view"
+    )
     p_audit.add_argument("--id-col", default=None, help="column of unique essay ids")
-    p_audit.add_argument("--paraphrase-col", default=None,
-                         help="column with a paraphrase of each essay (else WordNet paraphrases)")
-    p_audit.add_argument("--encoding", default=None, help="text encoding of tsv/csv (default UTF-8)")
+    p_audit.add_argument(
+        "--paraphrase-col",
+        default=None,
+        help="column with a paraphrase of each essay (else WordNet paraphrases)",
+    )
+    p_audit.add_argument(
+        "--encoding", default=None, help="text encoding of tsv/csv (default UTF-8)"
+    )
     p_audit.add_argument("--out", required=True, metavar="DIR", help="output folder")
     _add_run_options(p_audit)
     p_audit.set_defaults(func=_cmd_audit)
@@ -290,8 +328,12 @@ def build_parser():
         epilog="Example:\n  fairaes demo --out demo-report",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p_demo.add_argument("--out", default="demo-report", metavar="DIR",
-                        help="output folder (default: %(default)s)")
+    p_demo.add_argument(
+        "--out",
+        default="demo-report",
+        metavar="DIR",
+        help="output folder (default: %(default)s)",
+    )
     _add_run_options(p_demo)
     p_demo.set_defaults(func=_cmd_demo)
     return parser

