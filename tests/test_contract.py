@@ -51,6 +51,7 @@ TEXT_TRANSFORMERS = {
 ELSEWHERE = {
     "LaserEncoder": "tests/test_laser.py (needs the tiny LASER model fixture)",
     "InterpretableFeatures": "tests/test_features.py (needs a prompt and scores)",
+    "WordNetParaphraser": "tests/test_paraphrase.py (text in, text out)",
     "FairGridSearchCV": "tests/test_model_selection.py (a meta-estimator)",
     "FairRandomizedSearchCV": "tests/test_model_selection.py (a meta-estimator)",
 }
