@@ -90,9 +90,12 @@ class SentenceBertEncoder(_BaseEssayEncoder):
     Examples
     --------
     >>> from sklearn_fairaes import SentenceBertEncoder
-    >>> enc = SentenceBertEncoder().fit(["x"])  # doctest: +SKIP
-    >>> enc.transform(["I waited patiently.", "I was patient."]).shape  # doctest: +SKIP
-    (2, 384)
+    >>> enc = SentenceBertEncoder(normalize_embeddings=True).fit(["x"])
+    >>> E = enc.transform(["I waited patiently.", "I was patient.", "Plants need light."])
+    >>> E.shape
+    (3, 384)
+    >>> bool(E[0] @ E[1] > E[0] @ E[2])
+    True
     """
 
     def __init__(
