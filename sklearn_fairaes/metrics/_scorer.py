@@ -89,13 +89,17 @@ def _is_text(X):
     return False
 
 
-def _represent(representation, essays):
+def _fitted(representation, essays):
+    """The representation itself when fitted, else a clone fitted on ``essays``."""
     try:
         check_is_fitted(representation)
-        fitted = representation
+        return representation
     except NotFittedError:
-        fitted = clone(representation).fit(essays)
-    out = fitted.transform(essays)
+        return clone(representation).fit(essays)
+
+
+def _represent(representation, essays):
+    out = _fitted(representation, essays).transform(essays)
     return out.to_numpy() if hasattr(out, "to_numpy") else out
 
 
@@ -177,11 +181,7 @@ class FairnessScorer(_BaseScorer):
             essays = check_essays(X)
             para = check_essays(paraphrases, name="paraphrases")
             if self._representation is not None:
-                fitted = self._representation
-                try:
-                    check_is_fitted(fitted)
-                except NotFittedError:
-                    fitted = clone(fitted).fit(essays)
+                fitted = _fitted(self._representation, essays)
                 Z, Zp = (np.asarray(_densify(fitted.transform(t))) for t in (essays, para))
             else:
                 Z = _densify(self._model_representation(estimator, essays))

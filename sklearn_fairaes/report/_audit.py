@@ -634,6 +634,7 @@ def audit(
         from ..metrics import agreement_rate
 
         r1, r2 = raters
+        scale = np.arange(min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1)
         tables["human_agreement"] = pd.DataFrame(
             [
                 {
@@ -643,24 +644,18 @@ def audit(
                     "qwk": qwk(
                         r1,
                         r2,
-                        labels=np.arange(
-                            min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1
-                        ),
+                        labels=scale,
                     ),
                     "exact_agreement": agreement_rate(
                         r1,
                         r2,
-                        labels=np.arange(
-                            min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1
-                        ),
+                        labels=scale,
                     ),
                     "adjacent_agreement": agreement_rate(
                         r1,
                         r2,
                         tolerance=1,
-                        labels=np.arange(
-                            min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1
-                        ),
+                        labels=scale,
                     ),
                 }
             ]
