@@ -177,6 +177,60 @@ def test_unknown_names(demo):
         )
 
 
+def test_per_representation_models(demo):
+    """A dict value gives each representation its own regressor (the paper's tuning)."""
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import KFold, cross_val_predict
+
+    df = demo.iloc[:40]
+    res = sf.audit(
+        df,
+        text_col="essay",
+        score_col="score",
+        representations=["tfidf", "bow"],
+        models={"ridge": {"tfidf": Ridge(alpha=0.1), "bow": Ridge(alpha=50.0)}},
+        cv=3,
+        paraphrases="paraphrase",
+        random_state=0,
+    )
+    y = df["score"].to_numpy(float)
+    folds = KFold(3, shuffle=True, random_state=0)
+    preds = res.tables["predictions"]
+    for rep, alpha, vec in (
+        ("tfidf", 0.1, sf.TfidfEssayVectorizer()),
+        ("bow", 50.0, sf.BowVectorizer()),
+    ):
+        X = vec.fit_transform(list(df["essay"]))
+        expected = cross_val_predict(Ridge(alpha=alpha), X, y, cv=folds)
+        got = preds[[c for c in preds.columns if rep in c and "ridge" in c][0]]
+        np.testing.assert_allclose(got.to_numpy(float), expected, rtol=1e-10)
+    assert res.meta["model_settings"] == {
+        "ridge": {"tfidf": "Ridge(alpha=0.1)", "bow": "Ridge(alpha=50.0)"}
+    }
+    assert "Ridge(alpha=50.0)" in res.to_html()
+
+
+def test_per_representation_models_must_cover_every_representation(demo):
+    from sklearn.linear_model import Ridge
+
+    with pytest.raises(AuditInputError, match=r"models\['ridge'\].*none for \['bow'\]"):
+        sf.audit(
+            demo.iloc[:20],
+            text_col="essay",
+            score_col="score",
+            representations=["tfidf", "bow"],
+            models={"ridge": {"tfidf": Ridge()}},
+        )
+    with pytest.raises(AuditInputError, match=r"names unknown \['sbert'\]"):
+        sf.audit(
+            demo.iloc[:20],
+            text_col="essay",
+            score_col="score",
+            representations=["tfidf"],
+            models={"ridge": {"tfidf": Ridge(), "sbert": Ridge()}},
+        )
+
+
 # -- the command line -------------------------------------------------------
 
 

@@ -414,6 +414,18 @@ class _FigureCounter:
 # --------------------------------------------------------------------------- sections
 
 
+def _settings(settings):
+    if not settings:
+        return _MISSING
+    rows = []
+    for model, value in settings.items():
+        if isinstance(value, dict):
+            rows += [f"{_mod(model)} on {_rep(r)}: {v}" for r, v in value.items()]
+        else:
+            rows.append(f"{_mod(model)}: {value}")
+    return _join(_tag("div", _tag("code", row)) for row in rows)
+
+
 def _section_overview(tables, meta, unavailable):
     reps = meta.get("representations") or []
     mods = meta.get("models") or []
@@ -443,6 +455,7 @@ def _section_overview(tables, meta, unavailable):
         ("Prompt given", "yes" if meta.get("prompt_given") else "no"),
         ("Text representations", listing([_rep(r) for r in reps])),
         ("Scoring models", listing([_mod(m) for m in mods])),
+        ("Model settings", _settings(meta.get("model_settings"))),
         (
             "Cross-validation folds",
             _num(meta.get("cv")) if meta.get("cv") is not None else _MISSING,
