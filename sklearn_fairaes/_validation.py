@@ -17,6 +17,11 @@ __all__ = [
     "check_scores",
     "check_embeddings",
     "check_same_length",
+    "check_groups",
+    "check_columns",
+    "check_references",
+    "check_grades",
+    "check_predictor",
 ]
 
 
@@ -288,3 +293,369 @@ def check_same_length(**arrays):
             f"inputs describe different numbers of essays: {desc}; they must describe "
             f"the same essays in the same order"
         )
+
+
+def check_columns(X, columns, *, name="X"):
+    """Raise unless ``X`` is a pandas DataFrame holding every column in ``columns``.
+
+    Parameters
+    ----------
+    X : object
+        The input that must be a DataFrame.
+    columns : list of str
+        Column names that must be present (checked in this order).
+    name : str, default="X"
+        Name of the argument, used in error messages.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is not a DataFrame.
+    ValueError
+        If a column is missing; the message lists the columns ``X`` has.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes._validation import check_columns
+    >>> check_columns(pd.DataFrame({"answer": ["a"], "reference": ["b"]}),
+    ...               ["answer", "reference"])
+    """
+    if not (hasattr(X, "columns") and hasattr(X, "iloc")):
+        raise TypeError(
+            f"{name} must be a pandas DataFrame with the columns "
+            f"{', '.join(map(repr, columns))}, got {type(X).__name__}"
+        )
+    present = [str(c) for c in X.columns]
+    for column in columns:
+        if column not in X.columns:
+            raise ValueError(
+                f"{name} has no column {column!r}; its columns are "
+                f"{', '.join(map(repr, sorted(present)))}. Rename the column or pass its "
+                f"name to the matching *_col parameter"
+            )
+
+
+def check_references(values, *, name="reference", allow_missing=False):
+    """Validate reference answers: one cell per row, a str or a list of str.
+
+    Empty and whitespace-only references are dropped, as are repeats within a
+    cell (the first occurrence is kept, in order).
+
+    Parameters
+    ----------
+    values : list, array or pandas Series
+        One cell per row; each cell is a ``str`` or a list/tuple/array of ``str``.
+    name : str, default="reference"
+        Name of the argument or column, used in error messages.
+    allow_missing : bool, default=False
+        Whether a row may be left with no reference (a ``None``/NaN cell, an
+        empty list, or only empty strings); it then gets an empty tuple.
+
+    Returns
+    -------
+    references : list of tuple of str
+
+    Raises
+    ------
+    TypeError
+        If a cell, or an element of a list cell, is not a string.
+    ValueError
+        If a row has no non-empty reference and ``allow_missing`` is False.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import check_references
+    >>> check_references(["Plants need light.", ["Light.", "", "Sun light."]])
+    [('Plants need light.',), ('Light.', 'Sun light.')]
+    """
+    if isinstance(values, (str, bytes)):
+        raise TypeError(
+            f"{name} must hold one reference cell per row (a list or pandas Series), "
+            f"got a single {type(values).__name__}"
+        )
+    cells = values.tolist() if hasattr(values, "tolist") else list(values)
+    out = []
+    for i, cell in enumerate(cells):
+        where = _position_label(values, i)
+        if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+            items = []
+        elif isinstance(cell, str):
+            items = [cell]
+        elif isinstance(cell, (list, tuple, np.ndarray)):
+            items = list(cell.tolist() if isinstance(cell, np.ndarray) else cell)
+        else:
+            raise TypeError(
+                f"{name} at {where} is a {type(cell).__name__} ({cell!r:.40}); a "
+                f"reference cell must be a str or a list of str"
+            )
+        kept = []
+        for item in items:
+            if not isinstance(item, str):
+                raise TypeError(
+                    f"{name} at {where} holds a {type(item).__name__} ({item!r:.40}); "
+                    f"reference answers must be strings"
+                )
+            if item.strip() and item not in kept:
+                kept.append(item)
+        if not kept and not allow_missing:
+            raise ValueError(
+                f"{name} at {where} has no reference answer (the cell is empty or "
+                f"missing); give every answer at least one reference answer of its "
+                f"question, or drop the row"
+            )
+        out.append(tuple(kept))
+    return out
+
+
+def check_grades(y, *, name="y", n_samples=None, low=0.0, high=1.0, hint=""):
+    """Validate grades that must lie in ``[low, high]``; return them as float64.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+    name : str, default="y"
+        Name of the argument, used in error messages.
+    n_samples : int, default=None
+        Expected length, when it must match another argument.
+    low, high : float, default=0.0, 1.0
+        The declared range, both ends included.
+    hint : str, default=""
+        How to fix an out-of-range grade, appended to the message.
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,), dtype float64
+
+    Raises
+    ------
+    ValueError
+        On NaN or infinity, a wrong length, or a grade outside the range (the
+        message names the position, the value and how many are outside).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import check_grades
+    >>> check_grades([0, 0.5, 1])
+    array([0. , 0.5, 1. ])
+    """
+    arr = check_scores(y, name=name, n_samples=n_samples)
+    bad = (arr < low) | (arr > high)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name} must hold grades in [{low:g}, {high:g}]; the value at "
+            f"{_position_label(y, i)} is {float(arr[i])!r} ({int(bad.sum())} such "
+            f"value(s) in all). {hint}".rstrip()
+        )
+    return arr
+
+
+def _missing_label(value):
+    """Whether a group label is a missing value (None, NaN, NaT, pandas.NA)."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isnan(value))
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        return bool(np.isnat(value))
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def check_groups(groups, *, name="groups", n_samples=None, min_groups=1):
+    """Validate group labels, one per essay, and return them as a 1-D array.
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,)
+        One label per essay (str, int, float, bool or another sortable type),
+        e.g. a column of a DataFrame. A one-column DataFrame or a column
+        vector is accepted.
+    name : str, default="groups"
+        Name of the argument, used in error messages.
+    n_samples : int, default=None
+        Expected length, when it must match another argument.
+    min_groups : int, default=1
+        Smallest accepted number of distinct labels.
+
+    Returns
+    -------
+    groups : ndarray of shape (n_samples,)
+        The labels: str, int64 or float64 when every label is of that kind,
+        else an object array.
+
+    Raises
+    ------
+    TypeError
+        If ``groups`` is None, a single string, or a sparse matrix, or if its
+        labels cannot be compared with each other (e.g. ``1`` and ``"a"``);
+        the message names a position of each kind.
+    ValueError
+        If a label is missing (None, NaN, NaT, ``pandas.NA``; the message
+        names the first position and the count), the length differs from
+        ``n_samples``, the shape is not 1-D, or there are fewer than
+        ``min_groups`` distinct labels.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import check_groups
+    >>> check_groups(["f", "m", "f"])
+    array(['f', 'm', 'f'], dtype='<U1')
+    >>> check_groups([1, 2, 2], min_groups=2)
+    array([1, 2, 2])
+    """
+    if groups is None:
+        raise TypeError(
+            f"{name} is None; pass one group label per essay (e.g. a DataFrame column)"
+        )
+    if isinstance(groups, (str, bytes)):
+        raise TypeError(
+            f"{name} must hold one group label per essay, got a single "
+            f"{type(groups).__name__} ({groups!r:.40})"
+        )
+    if sp.issparse(groups):
+        raise TypeError(f"{name} must be a 1-D array of labels, got a sparse matrix")
+    source = groups
+    if hasattr(groups, "columns") and hasattr(groups, "iloc"):  # a DataFrame
+        if groups.shape[1] != 1:
+            raise ValueError(
+                f"{name} is a DataFrame with {groups.shape[1]} columns; pass the one "
+                f"column that holds the group labels, e.g. df['group']"
+            )
+        groups = source = groups.iloc[:, 0]
+    if isinstance(groups, np.ndarray) or hasattr(groups, "to_numpy"):
+        arr = groups.to_numpy() if hasattr(groups, "to_numpy") else groups
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            arr = arr[:, 0]
+        if arr.ndim != 1:
+            raise ValueError(
+                f"{name} must be 1-D (one label per essay), got shape {arr.shape}"
+            )
+    else:
+        try:
+            values = list(groups)
+        except TypeError:
+            raise TypeError(
+                f"{name} must be a 1-D array-like of labels (list, array or pandas "
+                f"Series), got {type(groups).__name__}"
+            ) from None
+        # Built element by element: numpy would turn [1, "a"] into ["1", "a"], or
+        # a list of tuples into a 2-D array.
+        arr = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            arr[i] = value
+    if n_samples is not None and arr.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} labels but there are {n_samples} essays; pass "
+            f"one group label per essay, in the same order as the scores"
+        )
+    if arr.dtype.kind == "f":
+        missing = np.isnan(arr)
+    elif arr.dtype.kind in "mM":
+        missing = np.isnat(arr)
+    elif arr.dtype.kind == "O":
+        missing = np.fromiter((_missing_label(v) for v in arr), bool, arr.shape[0])
+    else:
+        missing = np.zeros(arr.shape[0], dtype=bool)
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise ValueError(
+            f"{name} is missing at {_position_label(source, i)} ({arr[i]!r}); "
+            f"{int(missing.sum())} essay(s) have no group label. Drop those rows, or "
+            f"give them a label of their own, e.g. {name}.fillna('unknown')"
+        )
+    if arr.dtype.kind == "O":
+        kinds = {
+            "str": all(isinstance(v, str) for v in arr),
+            "int": all(
+                isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                for v in arr
+            ),
+        }
+        kinds["real"] = all(
+            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in arr
+        )
+        if arr.shape[0] and kinds["str"]:
+            arr = arr.astype(str)
+        elif arr.shape[0] and kinds["int"]:
+            try:
+                arr = arr.astype(np.int64)
+            except OverflowError:  # pragma: no cover - labels beyond int64
+                pass
+        elif arr.shape[0] and kinds["real"]:
+            arr = arr.astype(np.float64)
+    try:
+        distinct = np.unique(arr)
+    except TypeError:
+        first = type(arr[0])
+        j = next(k for k, v in enumerate(arr) if not isinstance(v, first))
+        raise TypeError(
+            f"{name} mixes labels that cannot be compared: {arr[0]!r} "
+            f"({first.__name__}) at {_position_label(source, 0)} and {arr[j]!r} "
+            f"({type(arr[j]).__name__}) at {_position_label(source, j)}; use one type "
+            f"for every label, e.g. convert them all to str"
+        ) from None
+    if distinct.shape[0] < min_groups:
+        shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in distinct)
+        raise ValueError(
+            f"{name} holds {distinct.shape[0]} distinct group(s) ({shown or 'none'}); at "
+            f"least {min_groups} are needed to compare groups"
+        )
+    return arr
+
+
+def check_predictor(estimator, *, name="estimator", method="predict"):
+    """Raise unless ``estimator`` has a callable ``method`` and, if fittable, is fitted.
+
+    Parameters
+    ----------
+    estimator : object
+        A fitted scikit-learn estimator or pipeline, or any object with the
+        method (an object without ``fit`` is taken as ready to use).
+    name : str, default="estimator"
+        Name of the argument, used in error messages.
+    method : str, default="predict"
+        The method that will be called.
+
+    Returns
+    -------
+    estimator : object
+        The same object.
+
+    Raises
+    ------
+    TypeError
+        If the method is missing (the message names the type that was given).
+    sklearn.exceptions.NotFittedError
+        If the estimator has ``fit`` but is not fitted.
+
+    Examples
+    --------
+    >>> from sklearn.dummy import DummyRegressor
+    >>> from sklearn_fairaes._validation import check_predictor
+    >>> check_predictor(DummyRegressor().fit([[0], [1]], [1, 2]))
+    DummyRegressor()
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    if isinstance(estimator, type):
+        raise TypeError(
+            f"{name} is the class {estimator.__name__}, not an instance; pass a fitted "
+            f"instance, e.g. {estimator.__name__}().fit(...)"
+        )
+    if not callable(getattr(estimator, method, None)):
+        raise TypeError(
+            f"{name} must have a {method}() method (a fitted scikit-learn estimator or "
+            f"pipeline that takes a list of essays, e.g. make_pipeline("
+            f"TfidfEssayVectorizer(), Ridge()).fit(essays, scores)); got a "
+            f"{type(estimator).__name__} without one"
+        )
+    if callable(getattr(estimator, "fit", None)):
+        check_is_fitted(
+            estimator,
+            msg=(
+                f"{name} ({type(estimator).__name__}) is not fitted; call "
+                f"{name}.fit(essays, scores) first"
+            ),
+        )
+    return estimator

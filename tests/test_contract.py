@@ -54,6 +54,7 @@ ELSEWHERE = {
     "WordNetParaphraser": "tests/test_paraphrase.py (text in, text out)",
     "FairGridSearchCV": "tests/test_model_selection.py (a meta-estimator)",
     "FairRandomizedSearchCV": "tests/test_model_selection.py (a meta-estimator)",
+    "ReferenceSimilarityGrader": "tests/test_short_answers.py (DataFrame input)",
 }
 
 
