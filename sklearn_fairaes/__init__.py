@@ -7,7 +7,13 @@ needs them is used.
 """
 
 from ._version import __version__
-from .datasets import load_asap, load_demo_essays, load_demo_prompt, load_demo_rubric
+from .datasets import (
+    load_asap,
+    load_demo_essays,
+    load_demo_prompt,
+    load_demo_rubric,
+    load_short_answers,
+)
 from .features import FEATURE_NAMES, InterpretableFeatures
 from .metrics import (
     FairnessScorer,
@@ -16,9 +22,12 @@ from .metrics import (
     condensed_distances,
     difference_of_standardized_means,
     extreme_pairs,
+    fairness_analyses,
     feature_difference_profile,
     get_scorer,
     get_scorer_names,
+    group_agreement_report,
+    group_lipschitz_fraction,
     lipschitz_fraction,
     make_fairness_scorer,
     mean_qwk,
@@ -32,6 +41,7 @@ from .metrics import (
 from .model_selection import FairGridSearchCV, FairRandomizedSearchCV
 from .paraphrase import WordNetParaphraser
 from .report import AuditResult, audit
+from .short_answers import ReferenceSimilarityGrader, reference_coverage_curve
 from .text import (
     BowVectorizer,
     EmbeddingCache,
@@ -55,9 +65,12 @@ __all__ = [
     "condensed_distances",
     "difference_of_standardized_means",
     "extreme_pairs",
+    "fairness_analyses",
     "feature_difference_profile",
     "get_scorer",
     "get_scorer_names",
+    "group_agreement_report",
+    "group_lipschitz_fraction",
     "lipschitz_fraction",
     "make_fairness_scorer",
     "mean_qwk",
@@ -75,6 +88,10 @@ __all__ = [
     "load_demo_essays",
     "load_demo_prompt",
     "load_demo_rubric",
+    "load_short_answers",
+    # short answers
+    "ReferenceSimilarityGrader",
+    "reference_coverage_curve",
     # paraphrase and audit
     "WordNetParaphraser",
     "AuditResult",

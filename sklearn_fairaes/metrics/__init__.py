@@ -1,9 +1,10 @@
-"""Metrics: agreement, individual fairness, ranking, grading, and scorers.
+"""Metrics: agreement, group and individual fairness, ranking, grading, and scorers.
 
 Every metric has scikit-learn's form: ``metric(y_true, y_pred, *, ...)`` for
 agreement and grading, ``metric(X, y_pred, *, ...)`` for pair metrics (``X``
 is the essays' representation, one row per essay), keyword-only options, and a
-Python ``float`` result (a fraction, never a percentage). ``*_score`` and plain
+Python ``float`` result (a fraction, never a percentage); group metrics take
+the writers' group labels as ``groups=`` and return tables. ``*_score`` and plain
 names are higher-is-better; ``*_error``/``*_difference`` are signed or
 lower-is-better as documented. All pair metrics share one pairwise engine that
 walks the upper triangle of pairs in blocks, never holding N x N.
@@ -19,6 +20,7 @@ from ._agreement import (
     standardized_mean_difference,
 )
 from ._grading import weighted_rmse
+from ._group import fairness_analyses, group_agreement_report, group_lipschitz_fraction
 from ._individual import (
     extreme_pairs,
     feature_difference_profile,
@@ -36,9 +38,12 @@ __all__ = [
     "condensed_distances",
     "difference_of_standardized_means",
     "extreme_pairs",
+    "fairness_analyses",
     "feature_difference_profile",
     "get_scorer",
     "get_scorer_names",
+    "group_agreement_report",
+    "group_lipschitz_fraction",
     "lipschitz_fraction",
     "make_fairness_scorer",
     "mean_qwk",

@@ -184,8 +184,12 @@ class _ScreenedLipschitzCounter:
         return 0, 0, e, e, False
 
 
-def _screened_count(engine, y, d_scaling, o_scaling, L, o_max):
-    """Exact Lipschitz count through float32 screening, or None on overflow."""
+def _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max):
+    """``(a, b, c, margin)`` of the float32 test ``T = a + b*sim - c*|dy|``.
+
+    Shared by every Lipschitz count (overall and by group), so that all of them
+    screen, and therefore decide, the same pairs the same way.
+    """
     u32 = float(np.finfo(np.float32).eps) / 2
     u64 = float(np.finfo(np.float64).eps) / 2
     if d_scaling is None:
@@ -207,17 +211,29 @@ def _screened_count(engine, y, d_scaling, o_scaling, L, o_max):
     # the scores, float64 rounding of the exact side; doubled for safety
     margin = 2 * (b * engine.screen_error + 8 * u32 * big + 3 * c * u32 * y_max
                   + 8 * u64 * big)  # fmt: skip
-    sure, n_eval, i, j, overflow = engine.map_reduce(
-        _ScreenedLipschitzCounter(y, a, b, c, margin)
-    )
-    if overflow:
-        return None
+    return a, b, c, margin
+
+
+def _settle(engine, y, i, j, d_scaling, o_scaling, L):
+    """Exact float64 decisions for the pairs the float32 screen left undecided."""
     d = _normalise(engine.paired_distances(i, j), d_scaling)
     if L != 1.0:
         d *= L
     o = np.abs(y[i] - y[j])
     o = _normalise(o, o_scaling, out=None if o_scaling is None else o)
-    return sure + int(np.count_nonzero(o <= d)), n_eval
+    return o <= d
+
+
+def _screened_count(engine, y, d_scaling, o_scaling, L, o_max):
+    """Exact Lipschitz count through float32 screening, or None on overflow."""
+    a, b, c, margin = _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max)
+    sure, n_eval, i, j, overflow = engine.map_reduce(
+        _ScreenedLipschitzCounter(y, a, b, c, margin)
+    )
+    if overflow:
+        return None
+    ok = _settle(engine, y, i, j, d_scaling, o_scaling, L)
+    return sure + int(np.count_nonzero(ok)), n_eval
 
 
 def _wilson_interval(k, n, level):

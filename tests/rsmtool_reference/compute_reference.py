@@ -14,6 +14,11 @@ random streams) and RSMTool's outputs. Each metric family has one function
 ``rsmtool.fairness_utils``), add a function and list it in ``FAMILIES`` or
 next to ``fairness_values``.
 
+The group data sets (``make_fairness_data`` and ``make_fairness_variants``)
+feed ``fairness_values`` (RSMTool's fairness tables), ``fairness_fit_values``
+(the OLS fits behind them) and ``group_metrics_values`` (RSMTool's evaluation
+by group); tests/test_group_metrics.py compares the package with all of them.
+
 Nothing here is imported at module level beyond the standard library and
 numpy, so pytest's doctest collection can import this file without RSMTool.
 """
@@ -311,16 +316,16 @@ FAMILIES = (
 )
 
 
-def fairness_values(data):
+def fairness_values(data, base_group=None):
     """rsmtool.fairness_utils.get_fairness_analyses (Loukina et al. 2019: OSA/OSD/CSD)."""
     import pandas as pd
     from rsmtool.fairness_utils import get_fairness_analyses
 
-    df = pd.DataFrame(data)
+    df = pd.DataFrame({k: data[k] for k in ("group", "sc1", "system")})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _, container = get_fairness_analyses(
-            df, "group", "system", human_score_column="sc1"
+            df, "group", "system", human_score_column="sc1", base_group=base_group
         )
     out = {}
     for name in container.keys():
@@ -331,6 +336,177 @@ def fairness_values(data):
             "data": [[_plain(v) for v in row] for row in split["data"]],
         }
     return out
+
+
+# --------------------------------------------------------------------------- groups
+
+
+def make_fairness_variants():
+    """More data sets for get_fairness_analyses, each with what it exercises.
+
+    ``base_group``: the reference group passed to RSMTool (None: the largest).
+    """
+    rng = np.random.default_rng(SEED + 2)
+    variants = []
+
+    data = make_fairness_data()
+    variants.append(
+        {
+            "name": "base_group_c",
+            "description": "the seeded 'fairness' data with the smallest group as reference",
+            "base_group": "c",
+            **data,
+        }
+    )
+
+    sizes = {"x": 80, "y": 80, "w": 40, "v": 5}
+    group = np.array([g for g, k in sizes.items() for _ in range(k)])
+    rng.shuffle(group)
+    n = group.size
+    sc1 = (_ints(rng, 1, 6, n) + _ints(rng, 1, 6, n)) / 2
+    bias = np.select([group == "y", group == "v"], [0.25, -0.6], 0.0)
+    system = np.round(sc1 + bias + rng.normal(0, 0.7, size=n), 4)
+    variants.append(
+        {
+            "name": "tied_sizes_halves",
+            "description": (
+                "two largest groups of equal size (RSMTool breaks the tie "
+                "alphabetically), a group of 5, human scores in halves (11 levels)"
+            ),
+            "base_group": None,
+            "group": group.tolist(),
+            "sc1": sc1.tolist(),
+            "system": system.tolist(),
+        }
+    )
+
+    n = 260
+    group = rng.choice([3, 1, 2], size=n, p=[0.35, 0.2, 0.45])
+    sc1 = _ints(rng, 0, 4, n)
+    sc1[np.flatnonzero(group == 1)[:3]] = 5.0  # a score point only group 1 has
+    system = np.round(sc1 + 0.2 * (group == 3) + rng.normal(0, 0.9, size=n), 4)
+    variants.append(
+        {
+            "name": "int_labels",
+            "description": "integer group labels; a human score point only one group has",
+            "base_group": None,
+            "group": group.tolist(),
+            "sc1": sc1.tolist(),
+            "system": system.tolist(),
+        }
+    )
+
+    n = 200
+    sc1 = _ints(rng, 1, 6, n)
+    group = np.where(sc1 <= 3, "low", "high")
+    system = np.round(sc1 + rng.normal(0, 0.8, size=n), 4)
+    variants.append(
+        {
+            "name": "confounded",
+            "description": (
+                "the group is a function of the human score, so CSD's group effect "
+                "is not identifiable (rank-deficient design)"
+            ),
+            "base_group": None,
+            "group": group.tolist(),
+            "sc1": sc1.tolist(),
+            "system": system.tolist(),
+        }
+    )
+    return variants
+
+
+def _fit_values(fit):
+    """Every number of a statsmodels OLS fit that the package reports."""
+    return {
+        "nobs": float(fit.nobs),
+        "df_model": float(fit.df_model),
+        "df_resid": float(fit.df_resid),
+        "rsquared": float(fit.rsquared),
+        "rsquared_adj": float(fit.rsquared_adj),
+        "fvalue": _plain(fit.fvalue),
+        "f_pvalue": _plain(fit.f_pvalue),
+        "ssr": float(fit.ssr),
+        "params": {k: float(v) for k, v in fit.params.items()},
+        "bse": {k: float(v) for k, v in fit.bse.items()},
+        "pvalues": {k: float(v) for k, v in fit.pvalues.items()},
+    }
+
+
+def fairness_fit_values(data, base_group=None):
+    """The OLS fits behind get_fairness_analyses, and CSD's nested-model F test.
+
+    get_fairness_analyses returns the fits of OSA, OSD and CSD; the "null"
+    model of CSD (error ~ human score) is refitted here with the same formula,
+    and anova_lm compares the two as RSMTool does.
+    """
+    import pandas as pd
+    import statsmodels.formula.api as smf
+    from rsmtool.fairness_utils import get_fairness_analyses
+    from statsmodels.stats.anova import anova_lm
+
+    df = pd.DataFrame({k: data[k] for k in ("group", "sc1", "system")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits, _ = get_fairness_analyses(
+            df, "group", "system", human_score_column="sc1", base_group=base_group
+        )
+        # get_fairness_analyses added the columns error, SE, group and sc1_cat to df
+        null = smf.ols(formula="error ~ sc1_cat", data=df).fit()
+        anova = anova_lm(null, fits["csd"])
+    out = {name: _fit_values(fit) for name, fit in fits.items()}
+    out["csd_null"] = _fit_values(null)
+    out["csd_anova"] = {
+        "df_diff": _plain(anova["df_diff"].iloc[1]),
+        "ss_diff": _plain(anova["ss_diff"].iloc[1]),
+        "F": _plain(anova["F"].iloc[1]),
+        "p_value": _plain(anova["Pr(>F)"].iloc[1]),
+    }
+    out["sc1_levels_in_order"] = [_plain(v) for v in df["sc1_cat"].cat.categories.tolist()]
+    return out
+
+
+def group_metrics_values(data):
+    """RSMTool's evaluation by group (Analyzer.compute_metrics_by_group).
+
+    The system scores are trimmed to the 1-6 scale (raw_trim: [0.5002, 6.4998])
+    and rounded (raw_trim_round), the two score types RSMTool's by-group table
+    reports. RSMTool's table holds the continuous QWK of raw_trim only; the
+    QWK of raw_trim_round per group is added from quadratic_weighted_kappa.
+    """
+    import pandas as pd
+    from rsmtool.analyzer import Analyzer
+    from rsmtool.preprocessor import FeaturePreprocessor
+    from rsmtool.utils.metrics import quadratic_weighted_kappa
+
+    trim = FeaturePreprocessor().trim(np.array(data["system"]), 1, 6)
+    df = pd.DataFrame(
+        {
+            "sc1": data["sc1"],
+            "raw_trim": trim,
+            "raw_trim_round": np.rint(trim),
+            "group": data["group"],
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table, _ = Analyzer().compute_metrics_by_group(df, "group")
+    split = table.to_dict(orient="split")
+    qwk_round = {
+        str(g): float(quadratic_weighted_kappa(part["sc1"], part["raw_trim_round"]))
+        for g, part in df.groupby("group")
+    }
+    qwk_round["All data"] = float(quadratic_weighted_kappa(df["sc1"], df["raw_trim_round"]))
+    return {
+        "scale": [1, 6],
+        "raw_trim": trim.tolist(),
+        "by_group": {
+            "index": [str(i) for i in split["index"]],
+            "columns": [str(c) for c in split["columns"]],
+            "data": [[_plain(v) for v in row] for row in split["data"]],
+        },
+        "wtkappa_raw_trim_round": qwk_round,
+    }
 
 
 def _plain(value):
@@ -351,6 +527,12 @@ def main():
         case["rsmtool"] = values
     fairness = make_fairness_data()
     fairness["rsmtool"] = fairness_values(fairness)
+    fairness_fits = fairness_fit_values(fairness)
+    group_metrics = group_metrics_values(fairness)
+    variants = make_fairness_variants()
+    for variant in variants:
+        variant["rsmtool"] = fairness_values(variant, variant["base_group"])
+        variant["fits"] = fairness_fit_values(variant, variant["base_group"])
     payload = {
         "provenance": {
             "generated_by": "tests/rsmtool_reference/compute_reference.py",
@@ -379,6 +561,9 @@ def main():
         },
         "cases": cases,
         "fairness": fairness,
+        "fairness_fits": fairness_fits,
+        "fairness_variants": variants,
+        "group_metrics": group_metrics,
     }
     OUT.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(
