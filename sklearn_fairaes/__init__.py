@@ -40,6 +40,7 @@ from .metrics import (
 )
 from .model_selection import FairGridSearchCV, FairRandomizedSearchCV
 from .paraphrase import WordNetParaphraser
+from .perturb import PERTURBATION_NAMES, perturbation_audit
 from .report import AuditResult, audit
 from .short_answers import ReferenceSimilarityGrader, reference_coverage_curve
 from .text import (
@@ -92,8 +93,10 @@ __all__ = [
     # short answers
     "ReferenceSimilarityGrader",
     "reference_coverage_curve",
-    # paraphrase and audit
+    # paraphrase, perturbations and audit
     "WordNetParaphraser",
+    "PERTURBATION_NAMES",
+    "perturbation_audit",
     "AuditResult",
     "audit",
     # model selection
