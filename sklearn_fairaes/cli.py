@@ -118,6 +118,8 @@ def _run_audit(args, frame, *, source, prompt, paraphrases):
         n_jobs=args.n_jobs,
         grammar=args.grammar,
         sbert_model=args.sbert_model,
+        perturbations=args.perturbations,
+        n_perturbation_essays=args.n_perturbation_essays,
         progress=not args.quiet,
         title=f"Individual-fairness audit of {source}",
     )
@@ -232,6 +234,19 @@ def _add_run_options(p):
         help="LanguageTool server for the language_errors feature",
     )
     p.add_argument("--sbert-model", default="all-MiniLM-L6-v2")
+    p.add_argument(
+        "--perturbations",
+        default=None,
+        metavar="NAMES",
+        help="add the counterfactual audit: 'default', 'all' or comma-separated names "
+        "(synonym, typos, sentence_shuffle, word_salad, ...)",
+    )
+    p.add_argument(
+        "--n-perturbation-essays",
+        type=int,
+        default=200,
+        help="held-out essays edited by the counterfactual audit (default: %(default)s)",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
 

@@ -46,9 +46,35 @@ CONTRACT_COLUMNS = {
         "spearman_std", "n_samples", "source",
     ],
     "group_agreement": [
-        "representation", "model", "group", "n", "mean_human", "mean_machine", "qwk", "smd",
+        "representation", "model", "group", "n", "human_mean", "human_sd", "machine_mean",
+        "machine_sd", "qwk", "smd", "dsm", "qwk_ok", "smd_ok", "dsm_ok",
     ],
+    "group_fairness": [
+        "representation", "model", "metric", "name", "r2", "r2_adjusted", "f_statistic",
+        "df_num", "df_denom", "p_value", "base_group",
+    ],
+    "group_fairness_coefficients": [
+        "representation", "model", "metric", "group", "term", "estimate", "std_error",
+        "t_statistic", "p_value", "ci_low", "ci_high",
+    ],
+    "group_lipschitz": [
+        "representation", "model", "scope", "group", "n_essays", "n_pairs", "n_satisfied",
+        "fraction",
+    ],
+    "perturbation": [
+        "representation", "model", "perturbation", "family", "expected", "n_essays",
+        "n_changed", "mean_abs_change", "mean_change", "max_abs_change",
+        "share_beyond_tolerance", "share_down", "share_within", "share_up", "share_expected",
+        "mean_distance", "share_zero_distance", "lipschitz_minmax", "lipschitz_max",
+        "tolerance",
+    ],
+    "perturbation_examples": ["representation", "perturbation", "id", "edit_preview", "note"],
 }  # fmt: skip
+
+#: The tables that exist only with a group column.
+GROUP_TABLES = (
+    "group_agreement", "group_fairness", "group_fairness_coefficients", "group_lipschitz",
+)  # fmt: skip
 
 META_KEYS = (
     "title", "n_essays", "score_min", "score_max", "text_col", "score_col", "rater_cols",
@@ -88,6 +114,7 @@ def make_audit_tables(
     prompt_given=False,
     language_tool=False,
     paraphrase=True,
+    perturbations=("typos", "sentence_shuffle", "word_salad"),
     hostile_text=HOSTILE_TEXT,
     seed=0,
 ):
@@ -104,12 +131,16 @@ def make_audit_tables(
     raters : bool
         With two rater columns (``human_agreement`` table, degradation values).
     groups : tuple of str or None
-        Student groups (``group_agreement`` table); None leaves it out.
+        Student groups (the four group tables, :data:`GROUP_TABLES`); None
+        leaves them out.
     prompt_given, language_tool : bool
         Without them, the prompt features / ``language_errors`` are omitted
         and ``meta["omitted_features"]`` says why.
     paraphrase : bool
         With a ``paraphrase`` table.
+    perturbations : tuple of str or None
+        Edits of the counterfactual audit (``perturbation`` and
+        ``perturbation_examples`` tables); None leaves them out.
     hostile_text : str or None
         Text of essay 0, which is essay A of every representation's nearest
         pair; None keeps a generated text.
@@ -338,23 +369,55 @@ def make_audit_tables(
         )
 
     if groups:
-        tables["group_agreement"] = pd.DataFrame(
-            [
+        tables.update(_group_tables(rng, reps, mods, list(groups), n_essays))
+
+    if perturbations:
+        from sklearn_fairaes.perturb import get_perturbation
+
+        rows, examples = [], []
+        for r in reps:
+            for m in mods:
+                for name in perturbations:
+                    kind = get_perturbation(name)
+                    down, up = rng.uniform(0, 0.4), rng.uniform(0, 0.3)
+                    expected = kind.expected
+                    share = {"stay": 1 - down - up, "drop": down, "change": down + up}
+                    rows.append(
+                        {
+                            "representation": r,
+                            "model": m,
+                            "perturbation": name,
+                            "family": "preserving" if expected == "stay" else "changing",
+                            "expected": expected,
+                            "n_essays": 20,
+                            "n_changed": 18,
+                            "mean_abs_change": float(rng.uniform(0, 1.5)),
+                            "mean_change": float(rng.normal(0, 0.6)),
+                            "max_abs_change": float(rng.uniform(1.5, 3)),
+                            "share_beyond_tolerance": down + up,
+                            "share_down": down,
+                            "share_within": 1 - down - up,
+                            "share_up": up,
+                            "share_expected": share[expected],
+                            "mean_distance": float(rng.uniform(0, 0.8)),
+                            "share_zero_distance": float(rng.uniform(0, 0.2)),
+                            "lipschitz_minmax": float(rng.uniform(0.5, 1)),
+                            "lipschitz_max": float(rng.uniform(0.5, 1)),
+                            "tolerance": 0.5,
+                        }
+                    )
+        for name in perturbations:
+            examples.append(
                 {
-                    "representation": r,
-                    "model": m,
-                    "group": g,
-                    "n": n_essays // len(groups),
-                    "mean_human": float(rng.uniform(12, 18)),
-                    "mean_machine": float(rng.uniform(12, 18)),
-                    "qwk": float(rng.uniform(0.5, 0.8)),
-                    "smd": float(rng.normal(0, 0.12)),
+                    "representation": reps[0],
+                    "perturbation": name,
+                    "id": ids[0],
+                    "edit_preview": f"'{hostile_text or 'a'}' -> 'b'",
+                    "note": "",
                 }
-                for r in reps
-                for m in mods
-                for g in groups
-            ]
-        )
+            )
+        tables["perturbation"] = pd.DataFrame(rows)
+        tables["perturbation_examples"] = pd.DataFrame(examples)
 
     notes = []
     if not prompt_given:
@@ -392,3 +455,102 @@ def make_audit_tables(
         "notes": notes,
     }
     return tables, meta
+
+
+def _group_tables(rng, reps, mods, groups, n_essays):
+    """The group view's tables for fake groups of about equal size."""
+    sizes = np.full(len(groups), n_essays // len(groups))
+    sizes[0] += n_essays - sizes.sum()
+    agreement, summary, coefficients, lipschitz = [], [], [], []
+    names = {
+        "osa": "Overall score accuracy",
+        "osd": "Overall score difference",
+        "csd": "Conditional score difference",
+    }
+    for r in reps:
+        for m in mods:
+            for g, size in [*zip(groups, sizes), ("all", n_essays)]:
+                qwk = float(rng.uniform(0.5, 0.8))
+                smd = float(rng.normal(0, 0.12))
+                dsm = 0.0 if g == "all" else float(rng.normal(0, 0.1))
+                agreement.append(
+                    {
+                        "representation": r,
+                        "model": m,
+                        "group": g,
+                        "n": int(size),
+                        "human_mean": float(rng.uniform(12, 18)),
+                        "human_sd": float(rng.uniform(2, 5)),
+                        "machine_mean": float(rng.uniform(12, 18)),
+                        "machine_sd": float(rng.uniform(1.5, 4)),
+                        "qwk": qwk,
+                        "smd": smd,
+                        "dsm": dsm,
+                        "qwk_ok": qwk >= 0.70,
+                        "smd_ok": abs(smd) <= 0.15,
+                        "dsm_ok": abs(dsm) <= 0.10,
+                    }
+                )
+            for metric, name in names.items():
+                r2 = float(rng.uniform(0, 0.05))
+                summary.append(
+                    {
+                        "representation": r,
+                        "model": m,
+                        "metric": metric,
+                        "name": name,
+                        "r2": r2,
+                        "r2_adjusted": r2 - 0.01,
+                        "f_statistic": float(rng.uniform(0.2, 5)),
+                        "df_num": len(groups) - 1,
+                        "df_denom": n_essays - len(groups),
+                        "p_value": float(rng.uniform(0, 1)) ** 2,
+                        "base_group": groups[0],
+                    }
+                )
+                for k, g in enumerate(groups):
+                    estimate = float(rng.normal(0, 0.3))
+                    se = float(rng.uniform(0.05, 0.2))
+                    coefficients.append(
+                        {
+                            "representation": r,
+                            "model": m,
+                            "metric": metric,
+                            "group": g,
+                            "term": "intercept" if k == 0 else "difference",
+                            "estimate": estimate,
+                            "std_error": se,
+                            "t_statistic": estimate / se,
+                            "p_value": float(rng.uniform(0, 1)),
+                            "ci_low": estimate - 2 * se,
+                            "ci_high": estimate + 2 * se,
+                        }
+                    )
+        for m in [*mods, "human"]:
+            within_pairs = int(sum(s * (s - 1) // 2 for s in sizes))
+            total = n_essays * (n_essays - 1) // 2
+            parts = [
+                ("overall", "", n_essays, total),
+                ("within", "", n_essays, within_pairs),
+                ("cross", "", n_essays, total - within_pairs),
+            ] + [("group", g, int(s), int(s * (s - 1) // 2)) for g, s in zip(groups, sizes)]
+            for scope, g, n, pairs in parts:
+                fraction = float(rng.uniform(0.9, 1.0))
+                lipschitz.append(
+                    {
+                        "representation": r,
+                        "model": m,
+                        "scope": scope,
+                        "group": g,
+                        "n_essays": n,
+                        "n_pairs": pairs,
+                        "n_satisfied": int(round(fraction * pairs)),
+                        "fraction": fraction,
+                    }
+                )
+    return {
+        "group_agreement": pd.DataFrame(agreement),
+        "group_fairness": pd.DataFrame(summary),
+        "group_fairness_coefficients": pd.DataFrame(coefficients),
+        "group_lipschitz": pd.DataFrame(lipschitz),
+    }

@@ -4,6 +4,7 @@ import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import sklearn_fairaes as sf
@@ -142,6 +143,18 @@ def test_without_prompt_the_prompt_features_are_left_out(demo):
             lambda d: d.assign(essay_id=[1, 1] + list(d["essay_id"].iloc[2:])),
             r"id column 'essay_id' has duplicate ids \(rows \[1, 2\]",
         ),
+        (
+            # a half-point scale: refused up front, with the factor that fixes it
+            lambda d: d.assign(
+                score=[d["score"].iloc[0] + 0.5] + list(d["score"].iloc[1:])
+            ),
+            r"score column 'score' holds non-integer scores \(row 1: .*multiply the "
+            r"scores by 2",
+        ),
+        (
+            lambda d: d.assign(rater1=d["rater1"] / 3.0),
+            r"rater column 'rater1' holds non-integer scores .*multiply the scores by 3",
+        ),
     ],
 )
 def test_bad_data_raises_before_any_work(demo, change, match):
@@ -151,6 +164,7 @@ def test_bad_data_raises_before_any_work(demo, change, match):
             df,
             text_col="essay",
             score_col="score",
+            rater_cols=["rater1", "rater2"],
             id_col="essay_id",
             representations=["tfidf"],
             models=["ridge"],
@@ -229,6 +243,198 @@ def test_per_representation_models_must_cover_every_representation(demo):
             representations=["tfidf"],
             models={"ridge": {"tfidf": Ridge(), "sbert": Ridge()}},
         )
+
+
+# -- the group view ----------------------------------------------------------
+
+GROUP_TABLES = (
+    "group_agreement", "group_fairness", "group_fairness_coefficients", "group_lipschitz",
+)  # fmt: skip
+
+
+def _combinations(result):
+    preds = result.tables["predictions"]
+    for column in preds.columns[2:]:
+        rep, model = column.split("+", 1)
+        yield rep, model, preds[column].to_numpy(float)
+
+
+def _rows(table, rep, model):
+    part = table[(table["representation"] == rep) & (table["model"] == model)]
+    return part.drop(columns=["representation", "model"]).reset_index(drop=True)
+
+
+def test_group_tables_are_the_metric_functions_on_the_predictions(demo, small_result):
+    t = small_result.tables
+    df = demo.iloc[:60]
+    y, groups = df["score"].to_numpy(float), df["group"].to_numpy()
+    combos = list(_combinations(small_result))
+    assert len(combos) == 4
+    for rep, model, p in combos:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sf.exceptions.UndefinedMetricWarning)
+            expected = sf.group_agreement_report(y, p, groups=groups).reset_index()
+            fair = sf.fairness_analyses(y, p, groups=groups)
+        pd.testing.assert_frame_equal(_rows(t["group_agreement"], rep, model), expected)
+        pd.testing.assert_frame_equal(
+            _rows(t["group_fairness"], rep, model), fair.summary.reset_index()
+        )
+        pd.testing.assert_frame_equal(
+            _rows(t["group_fairness_coefficients"], rep, model), fair.coefficients
+        )
+    assert list(t["group_agreement"]["group"].iloc[:4]) == ["A", "B", "C", "all"]
+
+
+def test_group_lipschitz_is_the_metric_function_and_splits_the_lipschitz_table(
+    demo, small_result
+):
+    t = small_result.tables
+    df = demo.iloc[:60]
+    groups = df["group"].to_numpy()
+    glip = t["group_lipschitz"]
+    lip = t["lipschitz"].set_index(["representation", "model"])
+    # every series of the "lipschitz" table, human scores included, is split
+    assert set(zip(glip["representation"], glip["model"])) == set(lip.index)
+    for (rep, model), row in lip.iterrows():
+        part = _rows(glip, rep, model).set_index(["scope", "group"])
+        overall = part.loc[("overall", "")]
+        assert overall["fraction"] == row["lipschitz_minmax"]
+        assert overall["n_pairs"] == row["n_pairs"] == 60 * 59 // 2
+        within, cross = part.loc[("within", "")], part.loc[("cross", "")]
+        assert within["n_pairs"] + cross["n_pairs"] == overall["n_pairs"]
+        assert within["n_satisfied"] + cross["n_satisfied"] == overall["n_satisfied"]
+        per_group = part.loc["group"]
+        assert list(per_group.index) == ["A", "B", "C"]
+        assert per_group["n_satisfied"].sum() == within["n_satisfied"]
+        assert per_group["n_essays"].sum() == 60
+    X = sf.TfidfEssayVectorizer().fit_transform(list(df["essay"]))
+    for model, scores in (
+        ("ridge", t["predictions"]["tfidf+ridge"].to_numpy(float)),
+        ("human", df["score"].to_numpy(float)),
+    ):
+        direct = sf.group_lipschitz_fraction(X, scores, groups=groups)
+        part = _rows(glip, "tfidf", model).set_index(["scope", "group"])
+        for scope in ("overall", "within", "cross"):
+            assert part.loc[(scope, ""), "fraction"] == direct[scope]
+        frame = direct.to_frame()
+        for label, row in frame.iterrows():
+            got = part.loc[("group", label)]
+            assert (got["n_essays"], got["n_pairs"], got["n_satisfied"]) == (
+                row["n_essays"],
+                row["n_pairs"],
+                row["n_satisfied"],
+            )
+            assert got["fraction"] == row["fraction"]
+
+
+def test_group_view_in_the_report(small_result):
+    page = small_result.to_html()
+    section = page.split("<h2>8 Group view</h2>")[1]
+    assert 'id="figure-group_agreement"' in section
+    assert 'id="figure-group_lipschitz"' in section
+    assert "Fairness analyses: OSA, OSD and CSD" in section
+    assert "(column group)" in section
+    assert {"group_agreement", "group_lipschitz"} <= set(small_result.figures)
+
+
+def test_without_group_col_there_is_no_group_view(demo):
+    res = sf.audit(
+        demo.iloc[:20],
+        text_col="essay",
+        score_col="score",
+        representations=["tfidf"],
+        models=["ridge"],
+        cv=3,
+        paraphrases="paraphrase",
+    )
+    assert not set(GROUP_TABLES) & set(res.tables)
+    assert res.meta["group_col"] is None
+
+
+def test_a_group_of_one_essay_gives_nan_and_a_note(demo):
+    df = demo.iloc[:30].reset_index(drop=True)
+    df.loc[7, "group"] = "Z"
+    res = sf.audit(
+        df,
+        text_col="essay",
+        score_col="score",
+        group_col="group",
+        representations=["tfidf"],
+        models=["ridge"],
+        cv=3,
+        paraphrases="paraphrase",
+    )
+    agreement = res.tables["group_agreement"].set_index("group")
+    assert agreement.loc["Z", "n"] == 1
+    assert np.isnan(
+        agreement.loc["Z", ["qwk", "smd", "dsm", "human_sd"]].astype(float)
+    ).all()
+    glip = (
+        res.tables["group_lipschitz"]
+        .query("scope == 'group'")
+        .set_index(["model", "group"])
+    )
+    assert np.isnan(glip.loc[("ridge", "Z"), "fraction"])
+    assert glip.loc[("human", "Z"), "n_pairs"] == 0
+    notes = [n for n in res.meta["notes"] if n.startswith("Group view:")]
+    assert any(
+        "'Z'" in n and "fewer than 2 essays" in n and "tfidf + ridge" in n for n in notes
+    )
+    assert any("tfidf, human scores" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (
+            lambda d: d.assign(group=d["group"].where(d.index != 4)),
+            r"group column 'group' is empty in row 5 \(nan; 1 row\(s\) in all\)",
+        ),
+        (
+            lambda d: d.assign(group=d["group"].where(d.index % 5 != 2, "  ")),
+            r"group column 'group' is empty in row 3 \('  '; 4 row\(s\) in all\)",
+        ),
+        (
+            lambda d: d.assign(group="A"),
+            r"group column 'group' holds 1 distinct group\(s\) \('A'\); at least 2",
+        ),
+        (
+            lambda d: d.assign(group=["all"] + list(d["group"].iloc[1:])),
+            r"group column 'group' has a group named 'all'",
+        ),
+        (lambda d: d.drop(columns="group"), r"group column 'group' not found"),
+    ],
+)
+def test_bad_group_column_raises_before_any_work(demo, change, match):
+    df = change(demo.iloc[:20].reset_index(drop=True))
+    with pytest.raises(AuditInputError, match=match):
+        # an unknown representation would fail later: the group column is checked first
+        sf.audit(
+            df,
+            text_col="essay",
+            score_col="score",
+            group_col="group",
+            representations=["glove"],
+            models=["ridge"],
+            cv=3,
+        )
+
+
+@pytest.mark.parametrize(
+    ("groups", "match"),
+    [
+        (lambda g: g.where(g.index != 3, ""), "group column 'group' is empty in row 4"),
+        (lambda g: g.map(lambda _: "B"), "holds 1 distinct group(s) ('B')"),
+    ],
+)
+def test_cli_bad_group_column_exit_code_2(demo, tmp_path, capsys, groups, match):
+    df = demo.iloc[:20][["essay", "score", "group"]].reset_index(drop=True)
+    path = _write(tmp_path, df.assign(group=groups(df["group"])), "essays.csv")
+    out = tmp_path / "out"
+    code, cap = _cli(["audit", path, *BASE, "--group-col", "group", "--out", out], capsys)
+    assert code == 2, cap.err
+    assert match in cap.err and path.name in cap.err
+    assert not out.exists()
 
 
 # -- the command line -------------------------------------------------------
@@ -436,3 +642,125 @@ def test_fairaes_audit_asap7(tmp_path, capsys, minilm):
     lip = {(r["representation"], r["model"]): r for r in data["tables"]["lipschitz"]}
     # the paper's human-score Lipschitz fraction under TF-IDF: 99.92% (min-max)
     assert lip[("tfidf", "human")]["lipschitz_minmax"] == pytest.approx(0.9992, abs=5e-4)
+
+
+# -- the counterfactual audit (perturbations) ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def edited_result(demo):
+    return sf.audit(
+        demo.iloc[:60],
+        text_col="essay",
+        score_col="score",
+        representations=["tfidf"],
+        models=["ridge", "gradient_boosting"],
+        cv=3,
+        paraphrases="paraphrase",
+        perturbations="typos,sentence_shuffle,word_salad",
+        n_perturbation_essays=20,
+        random_state=0,
+    )
+
+
+def test_perturbation_tables_equal_a_direct_call(demo, edited_result):
+    """The audit's table is perturbation_audit on the held-out sample it says it used."""
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_fairaes.perturb import perturbation_audit
+    from sklearn_fairaes.report._audit import _make_model
+
+    df = demo.iloc[:60]
+    essays = list(df["essay"])
+    y = df["score"].to_numpy(float)
+    held = np.sort(np.random.default_rng(0).choice(60, size=12, replace=False))
+    train = np.setdiff1d(np.arange(60), held)
+    rep = sf.TfidfEssayVectorizer().fit(essays)
+    pipes = {
+        m: Pipeline(
+            [
+                ("representation", sf.TfidfEssayVectorizer()),
+                ("model", clone(_make_model(m, random_state=0, n_jobs=None))),
+            ]
+        ).fit([essays[i] for i in train], y[train])
+        for m in ("ridge", "gradient_boosting")
+    }
+    expected = perturbation_audit(
+        pipes,
+        [essays[i] for i in held],
+        perturbations=["typos", "sentence_shuffle", "word_salad"],
+        representation=rep,
+        score_scale=y,
+        random_state=0,
+    )
+    got = edited_result.tables["perturbation"]
+    assert list(got.columns[:2]) == ["representation", "model"]
+    assert set(got["representation"]) == {"tfidf"}
+    pd.testing.assert_frame_equal(
+        got.drop(columns="representation").reset_index(drop=True),
+        expected.reset_index(drop=True),
+        check_dtype=False,
+    )
+    ex = edited_result.tables["perturbation_examples"]
+    assert set(ex["perturbation"]) <= {"typos", "sentence_shuffle", "word_salad"}
+    assert any("held out" in n for n in edited_result.meta["notes"])
+    page = edited_result.to_html()
+    assert "Counterfactual edits" in page and "overstability" in page
+    assert "perturbation" in edited_result.figures
+
+
+def test_without_perturbations_no_section(small_result):
+    assert "perturbation" not in small_result.tables
+    page = small_result.to_html()
+    assert "<h2>9 Counterfactual edits" not in page
+    assert "no perturbations were requested" in page  # the overview says why
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"perturbations": "typos,glitter"}, r"unknown perturbation\(s\) \['glitter'\]"),
+        (
+            {"perturbations": ["prompt_stuffing"]},
+            r"'prompt_stuffing' needs the task statement",
+        ),
+        (
+            {"perturbations": "default", "n_perturbation_essays": 1},
+            r"n_perturbation_essays",
+        ),
+    ],
+)
+def test_bad_perturbation_options_raise_before_any_work(demo, kwargs, match):
+    with pytest.raises(AuditInputError, match=match):
+        sf.audit(
+            demo.iloc[:20],
+            text_col="essay",
+            score_col="score",
+            representations=["tfidf"],
+            models=["ridge"],
+            **kwargs,
+        )
+
+
+def test_cli_perturbations_option(demo, tmp_path, capsys):
+    path = _write(tmp_path, demo.iloc[:40])
+    code, _ = _cli(
+        [
+            "audit",
+            path,
+            *BASE,
+            "--paraphrase-col",
+            "paraphrase",
+            "--perturbations",
+            "typos,word_scramble",
+            "--n-perturbation-essays",
+            "8",
+            "--out",
+            tmp_path / "out",
+        ],
+        capsys,
+    )
+    assert code == 0
+    table = (tmp_path / "out" / "tables" / "perturbation.csv").read_text()
+    assert "typos" in table and "word_scramble" in table

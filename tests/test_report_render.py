@@ -27,6 +27,7 @@ matplotlib = pytest.importorskip(
 from matplotlib.colors import to_hex  # noqa: E402
 from report_fixtures import (  # noqa: E402
     CONTRACT_COLUMNS,
+    GROUP_TABLES,
     HOSTILE_TEXT,
     META_KEYS,
     make_audit_tables,
@@ -38,8 +39,10 @@ from sklearn_fairaes.report._plots import (  # noqa: E402
     make_figures,
     model_colors,
     plot_group_agreement,
+    plot_group_lipschitz,
     plot_lipschitz,
     plot_score_distance,
+    representation_label,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -101,6 +104,8 @@ FIGURES_OF_TABLE = {
     "distance_distribution": {"distance_distribution"},
     "score_distance": {"score_distance_5", "score_distance_100"},
     "group_agreement": {"group_agreement"},
+    "group_lipschitz": {"group_lipschitz"},
+    "perturbation": {"perturbation"},
 }
 
 
@@ -159,7 +164,10 @@ def test_figures_for_one_to_four_representations_and_models(representations, mod
         titles = [ax.get_title() for ax in built[name].axes]
         assert len(titles) == n, name
     assert len(built["extreme_pairs"].axes) == 2 * n
-    assert len(built["group_agreement"].axes) == 2 * n
+    assert len(built["group_agreement"].axes) == 3 * n
+    assert [ax.get_title() for ax in built["group_lipschitz"].axes] == [
+        representation_label(r) for r in representations
+    ]
     legend = [t.get_text() for t in built["score_distance_5"].legends[0].get_texts()]
     assert len(legend) == len(models) + 1 and legend[-1] == "Human scores"
     for fig in built.values():
@@ -214,16 +222,53 @@ def test_labels_from_data_are_literal_text_not_mathtext():
             "representation": ["$\\frac{bad", "$\\frac{bad"],
             "model": ["ridge", "ridge"],
             "group": ["$x^", "50$ group"],
-            "n": [10, 12],
-            "mean_human": [1.0, 2.0],
-            "mean_machine": [1.5, 2.5],
             "qwk": [0.7, 0.6],
             "smd": [0.1, -0.1],
+            "dsm": [0.05, -0.05],
         }
     )
     fig = plot_group_agreement(table)
     assert _png(fig).startswith(PNG_SIGNATURE)  # unescaped, "$\frac{" fails to parse
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [r"\$x^", r"50\$ group"]
+
+
+def test_group_agreement_figure_draws_dsm_with_its_thresholds(audit):
+    tables, meta = audit
+    table = tables["group_agreement"]
+    fig = plot_group_agreement(table, representations=meta["representations"])
+    n = len(meta["representations"])
+    dsm_axes = fig.axes[2 * n : 3 * n]
+    assert dsm_axes[0].get_ylabel() == "DSM (group vs. all essays)"
+    for ax, r in zip(dsm_axes, meta["representations"]):
+        refs = sorted({float(line.get_ydata()[0]) for line in ax.get_lines()})
+        assert refs == [-0.10, 0.0, 0.10]
+        heights = sorted(p.get_height() for p in ax.patches)
+        expected = table.loc[table["representation"] == r, "dsm"]
+        np.testing.assert_allclose(heights, sorted(expected))
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["female", "male", "All essays"]
+
+
+def test_group_lipschitz_figure_draws_within_and_cross(audit):
+    tables, meta = audit
+    table = tables["group_lipschitz"]
+    fig = plot_group_lipschitz(table, models=meta["models"])
+    assert len(fig.axes) == len(meta["representations"])
+    for ax, r in zip(fig.axes, meta["representations"]):
+        sub = table[table["representation"] == r].set_index(["model", "scope"])
+        shown = {}
+        for line in ax.get_lines():
+            if line.get_marker() in ("o", "^"):
+                shown.setdefault(line.get_marker(), []).append(line.get_ydata()[0])
+        for marker, scope in (("o", "within"), ("^", "cross")):
+            expected = [
+                100 * sub.loc[(m, scope), "fraction"] for m in [*meta["models"], "human"]
+            ]
+            np.testing.assert_allclose(shown[marker], expected)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["Pairs within a group", "Pairs across groups", "All pairs"]
+    with pytest.raises(ValueError, match=r"'group_lipschitz' lacks the column\(s\) scope"):
+        plot_group_lipschitz(table.drop(columns="scope"))
 
 
 def test_figures_leave_global_matplotlib_state_alone(audit):
@@ -268,13 +313,60 @@ def test_sections_in_the_papers_order(page):
 
 def test_group_view_only_with_group_tables(audit):
     tables, meta = audit
-    kept = {k: v for k, v in tables.items() if k != "group_agreement"}
+    kept = {k: v for k, v in tables.items() if k not in GROUP_TABLES}
     page = render_html(kept, meta, {})
     assert _headings(page) == [
-        f"{i} {t}" for i, t in enumerate(SECTION_TITLES[:-1], start=1)
+        f"{i} {t}"
+        for i, t in enumerate([t for t in SECTION_TITLES if t != "Group view"], start=1)
     ]
     assert "Group view" in page  # listed in the overview as left out, with the reason
     assert "no group column was given" in page
+
+
+def _section(page, number):
+    return page.split(f"<h2>{number} ")[1].split("<h2>")[0]
+
+
+def test_group_view_shows_every_group_table(page, audit):
+    tables, _ = audit
+    section = _section(page, 8)
+    agreement = tables["group_agreement"]
+    for value in agreement["dsm"]:
+        assert f'<td class="num">{value:.3f}</td>' in section
+    for h, sd in zip(agreement["human_mean"], agreement["human_sd"]):
+        assert f"{h:.3f} ± {sd:.3f}" in section
+    assert section.count("<i>All essays</i>") == len(agreement.query("group == 'all'"))
+    assert "|DSM| ≤ 0.10" in section and "|SMD| ≤ 0.15" in section
+    for value in tables["group_fairness"]["r2_adjusted"]:
+        assert f"{value:.3f}" in section
+    assert "female (reference)" in section
+    for value in tables["group_fairness_coefficients"]["estimate"]:
+        assert f"{value:.3f}" in section
+    lip = tables["group_lipschitz"]
+    for value in lip["fraction"]:
+        assert f"{100 * value:.3f}" in section
+    assert "Within female (n = 20)" in section and "Across groups" in section
+    for name in ("group_agreement", "group_lipschitz"):
+        assert f'id="figure-{name}"' in section
+    # the reading guide and the notes on the measures
+    for phrase in (
+        "The two views can disagree",
+        "conditions on the human score",
+        "DSM, the difference of standardized means",
+        "Small groups give noisy values",
+        "dominated by the largest group",
+    ):
+        assert phrase in section, phrase
+
+
+def test_group_view_with_only_the_lipschitz_table(audit):
+    tables, meta = audit
+    kept = {k: v for k, v in tables.items() if k not in GROUP_TABLES[:3]}
+    page = render_html(kept, meta, {})
+    assert "8 Group view" in _headings(page)
+    section = _section(page, 8)
+    assert section.count("Not available in this run.") == 2
+    assert "Within male (n = 20)" in section
 
 
 def test_one_embedded_png_per_figure(page, figures):
@@ -302,7 +394,9 @@ def test_the_page_is_self_contained(page):
         "url(",
     ):
         assert forbidden not in lowered, forbidden
-    assert re.findall(r'href="([^"]*)"', page) == [f"#section-{i}" for i in range(1, 9)]
+    assert re.findall(r'href="([^"]*)"', page) == [
+        f"#section-{i}" for i in range(1, len(SECTION_TITLES) + 1)
+    ]
 
 
 def test_essay_text_is_escaped(page):
@@ -320,7 +414,9 @@ def test_every_string_from_the_data_is_escaped():
     tables["extreme_pairs"]["id_a"] = mark
     tables["paraphrase"]["source"] = mark
     tables["human_agreement"]["rater1"] = mark
-    tables["group_agreement"]["group"] = mark
+    for name in GROUP_TABLES:
+        tables[name]["group"] = mark
+    tables["group_fairness"]["base_group"] = mark
     meta.update(
         title=mark,
         text_col=mark,
@@ -426,8 +522,9 @@ def test_without_raters_degradation_is_not_shown(audit):
 def test_an_empty_audit_renders_with_reasons():
     page = render_html({}, {}, {})
     assert _headings(page) == [
-        f"{i} {t}" for i, t in enumerate(SECTION_TITLES[:-1], start=1)
+        f"{i} {t}" for i, t in enumerate(SECTION_TITLES[:-2], start=1)
     ]
+    assert "no perturbations were requested" in page
     assert "<img" not in page
     assert page.count("not available in this run (its table is missing)") == 6
     assert "Not run: no paraphrases were given or generated." in page
@@ -553,3 +650,16 @@ def test_to_json_dict_names_a_value_without_json_form():
         TypeError, match=r"tables\['agreement'\] row 0 column 'obj' holds an object \(<"
     ):
         to_json_dict({"agreement": table}, {})
+
+
+def test_counterfactual_section_shows_every_edit_escaped(page, audit):
+    tables, _ = audit
+    section = _section(page, 9)
+    assert section.startswith("Counterfactual edits")
+    for name in tables["perturbation"]["perturbation"].unique():
+        assert name in section
+    for phrase in ("oversensitivity", "overstability", "distance 0"):
+        assert phrase in page.split("<h2>9 ")[1], phrase
+    assert "<img src=x" not in section  # the example edit quotes essay text, escaped
+    assert "&lt;img src=x" in section
+    assert section.count("<img") == 1

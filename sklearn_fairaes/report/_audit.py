@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .._validation import check_essays, check_scores
+from .._validation import check_essays, check_groups, check_scores
 from .._version import __version__
 from ..resources import require
 
@@ -192,6 +192,7 @@ def _prepare(data, text_col, score_col, rater_cols, group_col, id_col, paraphras
             f"{raw_scores.iloc[i]!r} ({int(bad.sum())} such row(s)). Fix or drop them."
         )
     y = check_scores(numeric.to_numpy(dtype=float), name=f"column {score_col!r}")
+    _check_integer_scale(y, f"score column {score_col!r}")
     raters = None
     if rater_cols:
         if isinstance(rater_cols, str):
@@ -211,16 +212,10 @@ def _prepare(data, text_col, score_col, rater_cols, group_col, id_col, paraphras
                     f"{data[col].iloc[i]!r}"
                 )
             raters.append(values.to_numpy(dtype=float))
+            _check_integer_scale(raters[-1], f"rater column {col!r}")
     groups = None
     if group_col is not None:
-        g = _column(data, group_col, "group")
-        if g.isna().any():
-            i = int(np.flatnonzero(g.isna().to_numpy())[0])
-            raise AuditInputError(
-                f"group column {group_col!r} is empty in row {i + 1}; fill it (e.g. "
-                f"'unknown') or drop the row"
-            )
-        groups = g.astype(str).to_numpy()
+        groups = _check_group_column(_column(data, group_col, "group"), group_col)
     if id_col is not None:
         ids = _column(data, id_col, "id").astype(str).to_numpy()
         dup = pd.Series(ids).duplicated(keep=False).to_numpy()
@@ -250,6 +245,176 @@ def _prepare(data, text_col, score_col, rater_cols, group_col, id_col, paraphras
                 f"give one paraphrase per essay, in the same order"
             )
     return essays, y, raters, groups, ids, paraphrases
+
+
+def _check_perturbations(perturbations, prompt, n_essays):
+    """The perturbation names to run (None: none), checked before any work."""
+    if perturbations is None:
+        return None
+    from ..perturb import DEFAULT_PERTURBATIONS, PERTURBATION_NAMES
+
+    if isinstance(n_essays, bool) or not isinstance(n_essays, int) or n_essays < 2:
+        raise AuditInputError(
+            f"n_perturbation_essays must be an int >= 2, got {n_essays!r}"
+        )
+    if isinstance(perturbations, str):
+        if perturbations == "default":
+            names = [
+                p
+                for p in DEFAULT_PERTURBATIONS
+                if prompt is not None or p != "prompt_stuffing"
+            ]
+        elif perturbations == "all":
+            names = list(PERTURBATION_NAMES)
+        else:
+            names = [p.strip() for p in perturbations.split(",") if p.strip()]
+    else:
+        names = list(perturbations)
+    unknown = [p for p in names if p not in PERTURBATION_NAMES]
+    if unknown or not names:
+        raise AuditInputError(
+            f"unknown perturbation(s) {unknown}; choose from {list(PERTURBATION_NAMES)}, "
+            f"'default' or 'all'"
+            if unknown
+            else "perturbations is empty; give at least one name, 'default' or 'all'"
+        )
+    if "prompt_stuffing" in names and prompt is None:
+        raise AuditInputError(
+            "perturbation 'prompt_stuffing' needs the task statement: pass prompt= "
+            "(or --prompt-file), or leave it out"
+        )
+    return names
+
+
+def _perturbation_tables(
+    names, essays, y, ids, reps, mods, fitted_reps, *, prompt, n_sample, random_state, notes
+):
+    """Counterfactual audit of every representation x model on held-out essays."""
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+
+    from ..perturb import perturbation_audit
+
+    pd = require("pandas", purpose="the audit")
+    n = len(essays)
+    k = int(min(n_sample, max(2, n // 5)))
+    rng = np.random.default_rng(random_state)
+    held = np.sort(rng.choice(n, size=k, replace=False))
+    train = np.setdiff1d(np.arange(n), held)
+    train_essays = [essays[i] for i in train]
+    sample = [essays[i] for i in held]
+    summaries, examples = [], []
+    for rname, rep in reps.items():
+        pipes = {}
+        for mname, model in mods.items():
+            model = model[rname] if isinstance(model, dict) else model
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=UserWarning)
+                pipes[mname] = Pipeline(
+                    [("representation", clone(rep)), ("model", clone(model))]
+                ).fit(train_essays, y[train])
+        with warnings.catch_warnings():
+            # long-text truncation notes repeat on every predict call
+            warnings.simplefilter("ignore", category=UserWarning)
+            res = perturbation_audit(
+                pipes,
+                sample,
+                perturbations=names,
+                representation=fitted_reps[rname],
+                score_scale=y,
+                prompt=prompt,
+                random_state=random_state,
+                return_details=True,
+            )
+        summaries.append(res.summary.assign(representation=rname))
+        det = res.details
+        if "model" in det.columns:
+            det = det[det["model"] == next(iter(pipes))]
+        for pname in names:
+            rows = det[(det["perturbation"] == pname) & det["changed"]]
+            if len(rows):
+                row = rows.iloc[0]
+                examples.append(
+                    {
+                        "representation": rname,
+                        "perturbation": pname,
+                        "id": ids[held[int(row["essay"])]],
+                        "edit_preview": str(row["edit_preview"]),
+                        "note": str(row["note"]),
+                    }
+                )
+    summary = pd.concat(summaries, ignore_index=True)
+    if "model" not in summary.columns:  # one model: perturbation_audit omits the column
+        summary.insert(0, "model", next(iter(mods)))
+    rest = [c for c in summary.columns if c not in ("representation", "model")]
+    notes.append(
+        f"Counterfactual edits: {k} essays held out at random, models refitted on the "
+        f"other {n - k}."
+    )
+    return {
+        "perturbation": summary[["representation", "model", *rest]],
+        "perturbation_examples": pd.DataFrame(
+            examples,
+            columns=["representation", "perturbation", "id", "edit_preview", "note"],
+        ),
+    }
+
+
+def _check_integer_scale(values, what):
+    """Refuse non-integer scores before any work: QWK needs integer score points.
+
+    Half-point scales (e.g. ELLIPSE's 1.0-5.0 in steps of 0.5) are common; the
+    message names the factor that makes them integers.
+    """
+    frac = np.abs(values - np.round(values)) > 1e-9
+    if not frac.any():
+        return
+    i = int(np.flatnonzero(frac)[0])
+    factor = next(
+        (k for k in (2, 3, 4, 5, 10, 100) if np.allclose(values * k, np.round(values * k))),
+        None,
+    )
+    fix = (
+        f"multiply the scores by {factor} (and divide the report's score units by "
+        f"{factor} when reading it)"
+        if factor is not None
+        else "round them to the reported score points"
+    )
+    raise AuditInputError(
+        f"{what} holds non-integer scores (row {i + 1}: {values[i]!r}; {int(frac.sum())} "
+        f"such row(s)); agreement (QWK) is defined on integer score points: {fix}"
+    )
+
+
+def _check_group_column(column, group_col):
+    """The group labels as str, one per essay; refuse what the group view cannot use.
+
+    An empty cell (NaN, None, or blank text: the command line reads empty cells
+    as ``""``) would silently become a group of its own, and one group leaves
+    nothing to compare, so both stop the audit before any work.
+    """
+    values = column.reset_index(drop=True)
+    text = values.astype(str)
+    blank = (values.isna() | text.str.strip().eq("")).to_numpy()
+    if blank.any():
+        i = int(np.flatnonzero(blank)[0])
+        raise AuditInputError(
+            f"group column {group_col!r} is empty in row {i + 1} ({values.iloc[i]!r}; "
+            f"{int(blank.sum())} row(s) in all); fill those cells (e.g. 'unknown') or "
+            f"drop the rows"
+        )
+    labels = text.to_numpy()
+    if "all" in set(labels):
+        raise AuditInputError(
+            f"group column {group_col!r} has a group named 'all', which the group "
+            f"tables use for the row of all essays; rename that group"
+        )
+    try:
+        return check_groups(labels, name=f"group column {group_col!r}", min_groups=2)
+    except (TypeError, ValueError) as exc:
+        raise AuditInputError(
+            f"{exc}; pick another column or leave group_col out"
+        ) from None
 
 
 def _row_hint(message):
@@ -296,6 +461,99 @@ def _normalised_histogram(values, bins=_HIST_BINS):
     return edges, density
 
 
+# Columns of the "group_lipschitz" table (see the Notes of audit()).
+_GROUP_LIPSCHITZ_COLUMNS = [
+    "representation", "model", "scope", "group", "n_essays", "n_pairs", "n_satisfied",
+    "fraction",
+]  # fmt: skip
+
+
+def _noting(collected, where, func, *args, **kwargs):
+    """Call ``func``; keep its UndefinedMetricWarnings as report notes.
+
+    A group of one essay or a fit without residual degrees of freedom is a fact
+    about the data that the report should state once, not a warning per
+    representation and model. Other warnings pass through unchanged.
+    """
+    from ..exceptions import UndefinedMetricWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = func(*args, **kwargs)
+    for w in caught:
+        if issubclass(w.category, UndefinedMetricWarning):
+            places = collected.setdefault(str(w.message), [])
+            if where not in places:
+                places.append(where)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result
+
+
+def _group_lipschitz_rows(rname, sname, result, n):
+    """Rows of the "group_lipschitz" table for one representation and score series."""
+    rows = [
+        (rname, sname, scope, "", n, int(result[pairs]), int(result[hits]),
+         float(result[scope]))
+        for scope, pairs, hits in (
+            ("overall", "n_pairs", "n_satisfied"),
+            ("within", "n_pairs_within", "n_satisfied_within"),
+            ("cross", "n_pairs_cross", "n_satisfied_cross"),
+        )
+    ]  # fmt: skip
+    for k, label in enumerate(result["group"]):
+        rows.append(
+            (
+                rname,
+                sname,
+                "group",
+                str(label),
+                int(result["group_n_essays"][k]),
+                int(result["group_n_pairs"][k]),
+                int(result["group_n_satisfied"][k]),
+                float(result["group_fraction"][k]),
+            )
+        )
+    return rows
+
+
+def _group_tables(predictions, y, groups, rows_glip, collected):
+    """The group view's tables: agreement, fairness analyses and Lipschitz fractions.
+
+    Each comes from one metric function of :mod:`sklearn_fairaes.metrics` on
+    the out-of-fold predictions, so the report shows exactly what a direct
+    call gives.
+    """
+    from ..metrics import fairness_analyses, group_agreement_report
+
+    pd = require("pandas", purpose="the audit")
+    agreement, summary, coefficients = [], [], []
+    for (rname, mname), p in predictions.items():
+        where = f"{rname} + {mname}"
+        report = _noting(
+            collected, where, group_agreement_report, y, p, groups=groups
+        ).reset_index()
+        fair = _noting(collected, where, fairness_analyses, y, p, groups=groups)
+        for frame, out in (
+            (report, agreement),
+            (fair.summary.reset_index(), summary),
+            (fair.coefficients, coefficients),
+        ):
+            out.append(frame.assign(representation=rname, model=mname))
+
+    def stacked(frames):
+        frame = pd.concat(frames, ignore_index=True)
+        rest = [c for c in frame.columns if c not in ("representation", "model")]
+        return frame[["representation", "model", *rest]]
+
+    return {
+        "group_agreement": stacked(agreement),
+        "group_fairness": stacked(summary),
+        "group_fairness_coefficients": stacked(coefficients),
+        "group_lipschitz": pd.DataFrame(rows_glip, columns=_GROUP_LIPSCHITZ_COLUMNS),
+    }
+
+
 def audit(
     data,
     *,
@@ -316,6 +574,8 @@ def audit(
     k_extreme=1,
     n_profile_pairs=10_000,
     n_paraphrase_samples=100,
+    perturbations=None,
+    n_perturbation_essays=200,
     progress=False,
     title=None,
 ):
@@ -347,7 +607,11 @@ def audit(
         The task statement. Without it the prompt-based features (overlap and
         prompt similarity) are left out, and the report says so.
     group_col : str, default=None
-        A group column (e.g. a demographic); adds per-group agreement.
+        A group column (e.g. a demographic); adds the group view (see *Group
+        tables* below). Every row needs a label (an empty cell is refused,
+        naming its row), there must be at least two groups, and no group may
+        be called ``"all"`` (the label of the all-essays row). Labels are
+        compared as text.
     id_col : str, default=None
         Unique essay ids (default: row numbers from 1).
     representations : sequence of str or dict, default=("bow", "tfidf", "sbert")
@@ -375,6 +639,14 @@ def audit(
         Pairs per group of the feature-difference profile (capped at a tenth of
         all pairs).
     n_paraphrase_samples : int, default=100
+    perturbations : None, "default", "all", str or list of str, default=None
+        Adds the counterfactual audit (see *Perturbation tables* below): names
+        from :data:`~sklearn_fairaes.perturb.PERTURBATION_NAMES`, ``"default"``
+        (every default perturbation; ``prompt_stuffing`` only with ``prompt``)
+        or ``"all"``. None leaves it out.
+    n_perturbation_essays : int, default=200
+        Essays edited by the counterfactual audit: a random sample held out
+        from the models it audits (at most a fifth of the essays).
     progress : bool, default=False
         Show a tqdm progress bar.
     title : str, default=None
@@ -387,7 +659,54 @@ def audit(
     ------
     AuditInputError
         For unusable data (missing column, non-numeric score, empty essay,
-        duplicate id, ...), before any computation.
+        duplicate id, empty group label, a single group, ...), before any
+        computation.
+
+    Notes
+    -----
+    **Group tables.** With ``group_col``, four tidy tables put group fairness
+    (the related work of the paper's §1) beside its individual fairness
+    (§5.3.2, whose link to group fairness its §6 leaves open). Each is a
+    direct call of a metric function on the out-of-fold predictions:
+
+    * ``"group_agreement"``: ``representation``, ``model``, ``group``, then
+      the columns of :func:`~sklearn_fairaes.metrics.group_agreement_report`
+      with its defaults (``n``, ``human_mean``, ``human_sd``,
+      ``machine_mean``, ``machine_sd``, ``qwk``, ``smd`` pooled with ddof=1,
+      ``dsm`` against all essays, ``qwk_ok``, ``smd_ok``, ``dsm_ok`` with
+      RSMTool's limit of 0.1 on the absolute DSM), one row per group and a
+      last row ``group="all"`` for all essays.
+    * ``"group_fairness"``: ``representation``, ``model``, ``metric``
+      (``"osa"``, ``"osd"``, ``"csd"``), then the summary columns of
+      :func:`~sklearn_fairaes.metrics.fairness_analyses` (``name``, ``r2``,
+      ``r2_adjusted``, ``f_statistic``, ``df_num``, ``df_denom``,
+      ``p_value``, ``base_group``).
+    * ``"group_fairness_coefficients"``: ``representation``, ``model``, then
+      its coefficient columns (``metric``, ``group``, ``term``,
+      ``estimate``, ``std_error``, ``t_statistic``, ``p_value``, ``ci_low``,
+      ``ci_high``).
+    * ``"group_lipschitz"``: ``representation``, ``model`` (model names and
+      ``"human"``), ``scope`` (``"overall"``, ``"within"``, ``"cross"``, or
+      ``"group"`` for one row per group), ``group`` (the label on group rows,
+      ``""`` otherwise), ``n_essays``, ``n_pairs``, ``n_satisfied`` and
+      ``fraction``, from
+      :func:`~sklearn_fairaes.metrics.group_lipschitz_fraction` with the
+      min-max normalisation of the ``"lipschitz"`` table: its ``overall``
+      row equals that table's ``lipschitz_minmax``.
+
+    Undefined values (a group of one essay, a fit with no residual degrees of
+    freedom) are NaN, and ``meta["notes"]`` says which and where.
+
+    **Perturbation tables.** With ``perturbations``, every representation x
+    model is refitted as one pipeline on all essays but a random sample of
+    ``n_perturbation_essays`` (held out), and
+    :func:`~sklearn_fairaes.perturb.perturbation_audit` edits the sample and
+    scores the edits (tolerance: half a score point; distances in the
+    model's own representation, fitted on all essays, as everywhere in the
+    audit). ``"perturbation"`` holds its summary with ``representation`` and
+    ``model`` columns in front; ``"perturbation_examples"`` one edited essay
+    per perturbation (``representation``, ``perturbation``, ``id``,
+    ``edit_preview``, ``note``).
 
     Examples
     --------
@@ -411,6 +730,7 @@ def audit(
         condensed_distances,
         extreme_pairs,
         feature_difference_profile,
+        group_lipschitz_fraction,
         lipschitz_fraction,
         paraphrase_ndcg,
         qwk,
@@ -432,6 +752,7 @@ def audit(
     )
     mods = _named(models, _make_model, "models", random_state=random_state, n_jobs=n_jobs)
     _check_per_representation(mods, reps)
+    perturbation_list = _check_perturbations(perturbations, prompt, n_perturbation_essays)
     n = len(essays)
     notes = []
     omitted = []
@@ -495,11 +816,14 @@ def audit(
     predictions = {}
     rows_lip, rows_curve, rows_trend, rows_dist = [], [], [], []
     rows_ext, rows_ext_feat, rows_prof, rows_para = [], [], [], []
+    rows_glip, group_warnings = [], {}
+    fitted_reps = {}
     for rname, rep in reps.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=UserWarning)
             rep = clone(rep)
             X = rep.fit_transform(essays)
+            fitted_reps[rname] = rep
             X = X.to_numpy() if hasattr(X, "to_numpy") else X
         tick(f"{rname}: representation")
         for mname, model in mods.items():
@@ -547,6 +871,20 @@ def audit(
                     Xpair, s, metric=metric, normalize="max", n_jobs=n_jobs
                 )
             rows_lip.append((rname, sname, lf_mm["fraction"], lf_max, lf_mm["n_pairs"]))
+            if groups is not None:
+                # the same pairs and min-max scaling as lf_mm, split by group
+                glf = _noting(
+                    group_warnings,
+                    f"{rname}, human scores" if sname == "human" else f"{rname} + {sname}",
+                    group_lipschitz_fraction,
+                    Xpair,
+                    s,
+                    groups=groups,
+                    metric=metric,
+                    normalize="minmax",
+                    n_jobs=n_jobs,
+                )
+                rows_glip += _group_lipschitz_rows(rname, sname, glf, n)
             # every bin needs two pairs: tiny corpora get fewer than 100 bins
             for n_bins in sorted({min(5, n * (n - 1) // 4), min(100, n * (n - 1) // 4)}):
                 with warnings.catch_warnings():
@@ -783,46 +1121,24 @@ def audit(
         pred_frame[key] = p
     tables["predictions"] = pred_frame
     if groups is not None:
-        rows = []
-        for (rname, mname), p in predictions.items():
-            for g in sorted(set(groups)):
-                mask = groups == g
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", category=UserWarning)
-                    gq = (
-                        qwk(y[mask], p[mask], labels=np.arange(y.min(), y.max() + 1))
-                        if mask.sum() >= 2
-                        else float("nan")
-                    )
-                    gs = (
-                        standardized_mean_difference(y[mask], p[mask])
-                        if mask.sum() >= 2
-                        else float("nan")
-                    )
-                rows.append(
-                    (
-                        rname,
-                        mname,
-                        g,
-                        int(mask.sum()),
-                        float(y[mask].mean()),
-                        float(p[mask].mean()),
-                        gq,
-                        gs,
-                    )
-                )
-        tables["group_agreement"] = pd.DataFrame(
-            rows,
-            columns=[
-                "representation",
-                "model",
-                "group",
-                "n",
-                "mean_human",
-                "mean_machine",
-                "qwk",
-                "smd",
-            ],
+        tables.update(_group_tables(predictions, y, groups, rows_glip, group_warnings))
+        for message, where in group_warnings.items():
+            notes.append(f"Group view: {message} ({'; '.join(where)}).")
+    if perturbation_list is not None:
+        tables.update(
+            _perturbation_tables(
+                perturbation_list,
+                essays,
+                y,
+                ids,
+                reps,
+                mods,
+                fitted_reps,
+                prompt=prompt,
+                n_sample=n_perturbation_essays,
+                random_state=random_state,
+                notes=notes,
+            )
         )
     tick("tables")
     if bar is not None:
@@ -851,6 +1167,7 @@ def audit(
         "features": feature_names,
         "omitted_features": omitted,
         "paraphrase_source": paraphrase_source,
+        "perturbations": None if perturbation_list is None else list(perturbation_list),
         "sbert_model": sbert_model if "sbert" in reps else None,
         "versions": _versions(),
         "started": datetime.fromtimestamp(started, timezone.utc).isoformat(

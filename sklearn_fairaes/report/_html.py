@@ -30,8 +30,10 @@ from pathlib import PurePath
 import numpy as np
 
 from ..metrics._agreement import WILLIAMSON_THRESHOLDS
+from ..metrics._group import GROUP_THRESHOLDS
 from ._plots import (
     _check_table,
+    _short,
     feature_label,
     feature_number,
     model_label,
@@ -50,11 +52,13 @@ SECTION_TITLES = (
     "Individual fairness: Lipschitz fraction",
     "Score difference vs. distance",
     "Group view",
+    "Counterfactual edits",
 )
 
 _QWK_MIN = WILLIAMSON_THRESHOLDS["qwk"]
 _DEGRADATION_MAX = WILLIAMSON_THRESHOLDS["degradation"]
 _SMD_MAX = WILLIAMSON_THRESHOLDS["abs_smd"]
+_DSM_MAX = GROUP_THRESHOLDS["abs_dsm"]
 
 _GUIDES = {
     "Overview": (
@@ -132,13 +136,35 @@ _GUIDES = {
         "between bin and mean score difference: close to +1 is the expected rise."
     ),
     "Group view": (
-        "The agreement statistics computed separately for each group of students. Individual "
-        "fairness does not imply group fairness: a model can treat similar essays alike and "
-        "still score one group systematically higher or lower than the human raters do. Good "
-        f"looks like: similar QWK in every group and an SMD within ±{_SMD_MAX:.2f} in each "
-        "group. Small groups give noisy values; check their sizes (n)."
+        "The sections above ask whether similar essays get similar scores (individual "
+        "fairness); this one asks whether groups of writers (the group column) are scored "
+        "alike (group fairness), and repeats the Lipschitz test split by group. The two "
+        "views can disagree. Group statistics can look fine while similar essays from "
+        "different groups get different scores: errors for and against a group cancel in "
+        "its mean. And every pair of similar essays can be scored alike while one group is "
+        "scored too high on average, when its essays differ from the others in a way the "
+        "representation sees but the human raters do not reward. Good looks like: every "
+        "flag met in every group, the fairness analyses' R² near 0, and as many pairs "
+        "meeting the Lipschitz condition across groups as within them. Small groups give "
+        "noisy values (check n); a group of one essay has no SD, QWK or pairs."
     ),
 }
+
+_GUIDES["Counterfactual edits"] = (
+    "Each essay of a held-out sample is edited in a controlled way and scored again by "
+    "every model (refitted without the sample). Edits of the first kind keep the meaning "
+    "(synonyms, typos, case and spacing, contractions, renamed placeholders): a fair "
+    "score stays within half a score point. Moving more is oversensitivity: two essays "
+    "that say the same thing get different scores. Edits of the second kind damage the "
+    "essay (shuffled, deleted or repeated sentences, an off-topic paragraph, stuffed "
+    "prompt words, word salad, scrambled words) or change what it says (negation): a "
+    "score that stays is overstability: the model rewards surface features it can "
+    "count (length, vocabulary) rather than what the essay says. Good looks like: a high "
+    "share moving the expected way in every row. The distance column says whether the "
+    "representation that defines 'similar essays' sees the edit at all: an edit at "
+    "distance 0 is invisible to the Lipschitz test of section 6, so only this section "
+    "can catch it (a bag-of-words model cannot see a sentence shuffle by construction)."
+)
 
 _NDCG_WARNING = (
     "Full-list NDCG is close to 1 even for a random ranking (around 0.9 for typical "
@@ -976,64 +1002,358 @@ def _section_score_distance(tables, meta, figure):
     return _join(out)
 
 
-def _section_groups(tables, meta, figure):
-    table = tables["group_agreement"]
+#: The group view's tables; the section appears when any of them is present.
+_GROUP_TABLES = (
+    "group_agreement",
+    "group_fairness",
+    "group_fairness_coefficients",
+    "group_lipschitz",
+)
+_ANALYSES = (("osa", "OSA"), ("osd", "OSD"), ("csd", "CSD"))
+
+
+def _group(label):
+    return _tag("i", "All essays") if str(label) == "all" else str(label)
+
+
+def _by_model(table, meta, *, human=False):
+    """(representation, model, rows) in the report's order."""
+    reps = _ordered(table["representation"], meta.get("representations") or ())
+    out = []
+    for r in reps:
+        sub = table[table["representation"].astype(str) == r]
+        last = ("human",) if human else ()
+        for m in _ordered(sub["model"], meta.get("models") or (), last=last):
+            out.append((r, m, sub[sub["model"].astype(str) == m]))
+    return out
+
+
+def _group_agreement_table(table, meta, caption):
     _check_table(
         table,
         "group_agreement",
         [
+            "representation", "model", "group", "n", "human_mean", "human_sd",
+            "machine_mean", "machine_sd", "qwk", "smd", "dsm", "qwk_ok", "smd_ok",
+            "dsm_ok",
+        ],
+    )  # fmt: skip
+    headers = [
+        "Representation", "Model", "Group", "n", "Human score (mean ± SD)",
+        "Machine score (mean ± SD)", "QWK", f"QWK ≥ {_QWK_MIN:.2f}",
+        "SMD (machine − human)", f"|SMD| ≤ {_SMD_MAX:.2f}", "DSM",
+        f"|DSM| ≤ {_DSM_MAX:.2f}",
+    ]  # fmt: skip
+    rows = []
+    for r, m, part in _by_model(table, meta):
+        part = part.assign(_all=part["group"].astype(str) == "all").sort_values(
+            "_all", kind="stable"
+        )
+        for g in part.itertuples(index=False):
+            rows.append(
+                [
+                    _rep(r),
+                    _mod(m),
+                    _group(g.group),
+                    _num(g.n),
+                    _mean_sd(g.human_mean, g.human_sd),
+                    _mean_sd(g.machine_mean, g.machine_sd),
+                    _num(g.qwk),
+                    _flag(g.qwk_ok),
+                    _num(g.smd),
+                    _flag(g.smd_ok),
+                    _num(g.dsm),
+                    _flag(g.dsm_ok),
+                ]
+            )
+    return _table(headers, rows, caption=caption, flags={7, 9, 11})
+
+
+def _group_fairness_table(table, meta):
+    _check_table(
+        table,
+        "group_fairness",
+        ["representation", "model", "metric", "r2_adjusted", "p_value", "base_group"],
+    )
+    top = _join(
+        [
+            _tag("th", "Representation", rowspan=2, scope="col"),
+            _tag("th", "Model", rowspan=2, scope="col"),
+            _tag("th", "Reference group", rowspan=2, scope="col"),
+        ]
+        + [_tag("th", label, colspan=2, scope="colgroup") for _, label in _ANALYSES]
+    )
+    second = _join(
+        _join([_tag("th", "adj. R²", class_="num"), _tag("th", "p", class_="num")])
+        for _ in _ANALYSES
+    )
+    rows = []
+    for r, m, part in _by_model(table, meta):
+        cells = {str(t.metric): t for t in part.itertuples(index=False)}
+        base = next(iter(cells.values())).base_group if cells else _MISSING
+        row = [_rep(r), _mod(m), base]
+        for key, _ in _ANALYSES:
+            t = cells.get(key)
+            row += [_num(t.r2_adjusted), _pvalue(t.p_value)] if t else [_MISSING] * 2
+        rows.append(row)
+    return _table(
+        None,
+        rows,
+        header_rows=[_tag("tr", top), _tag("tr", second)],
+        caption="Fairness analyses (Loukina, Madnani and Zechner 2019; as RSMTool): share "
+        "of the machine's error explained by group membership (adjusted R²) and the "
+        "p-value of its F test. For CSD, the increase over the human score alone.",
+    )
+
+
+def _group_coefficients_table(table, meta):
+    _check_table(
+        table,
+        "group_fairness_coefficients",
+        ["representation", "model", "metric", "group", "term", "estimate", "p_value"],
+    )
+    headers = ["Representation", "Model", "Group"]
+    for _, label in _ANALYSES:
+        headers += [f"{label} estimate", f"{label} p"]
+    rows = []
+    for r, m, part in _by_model(table, meta):
+        cells = {(str(t.metric), str(t.group)): t for t in part.itertuples(index=False)}
+        terms = {str(t.group): str(t.term) for t in part.itertuples(index=False)}
+        for g in dict.fromkeys(str(v) for v in part["group"]):
+            label = f"{g} (reference)" if terms[g] == "intercept" else g
+            row = [_rep(r), _mod(m), label]
+            for key, _ in _ANALYSES:
+                t = cells.get((key, g))
+                row += [_num(t.estimate), _pvalue(t.p_value)] if t else [_MISSING] * 2
+            rows.append(row)
+    return _table(
+        headers,
+        rows,
+        caption="Coefficients of the fairness analyses: for the reference group its mean "
+        "squared error (OSA) or mean signed error (OSD; CSD at the most frequent human "
+        "score); for every other group its difference from the reference group",
+    )
+
+
+def _group_lipschitz_table(table, meta):
+    _check_table(
+        table,
+        "group_lipschitz",
+        ["representation", "model", "scope", "group", "n_essays", "n_pairs", "fraction"],
+    )
+    per_group = table[table["scope"].astype(str) == "group"]
+    groups = list(dict.fromkeys(str(g) for g in per_group["group"]))
+    sizes = dict(zip(per_group["group"].astype(str), per_group["n_essays"]))
+    headers = [
+        "Representation", "Model", "All pairs", "Within a group", "Across groups",
+    ] + [f"Within {g} (n = {_num(sizes[g])})" for g in groups]  # fmt: skip
+    rows = []
+    for r, m, part in _by_model(table, meta, human=True):
+        scopes = {
+            (str(t.scope), str(t.group) if str(t.scope) == "group" else ""): t.fraction
+            for t in part.itertuples(index=False)
+        }
+        row = [_rep(r), _mod(m)]
+        row += [_pct(scopes.get((s, ""))) for s in ("overall", "within", "cross")]
+        row += [_pct(scopes.get(("group", g))) for g in groups]
+        rows.append(row)
+    counts = {
+        str(t.scope): t.n_pairs
+        for t in table.itertuples(index=False)
+        if str(t.scope) in ("within", "cross")
+    }
+    caption = "Essay pairs satisfying the Lipschitz condition (min–max normalisation, as "
+    caption += "in section 6), % of the pairs within a group, across groups and within "
+    caption += "each group"
+    if counts:
+        caption += (
+            f" ({_num(counts.get('within'))} pairs within a group, "
+            f"{_num(counts.get('cross'))} across groups)"
+        )
+    return _table(headers, rows, caption=caption)
+
+
+def _section_groups(tables, meta, figure):
+    group_col = meta.get("group_col")
+    column = f" (column {group_col})" if group_col else ""
+    out = [
+        _tag("h3", "Agreement by group"),
+        _tag(
+            "p",
+            f"QWK (≥ {_QWK_MIN:.2f}) and SMD (machine − human on the group's own essays, "
+            f"in units of the group's own spread; within ±{_SMD_MAX:.2f}) ask whether the "
+            "model works as well for this group as for others. DSM, the difference of "
+            "standardized means (RSMTool), puts every group on one scale: both scores are "
+            "standardized with their mean and SD over all essays, and DSM is the group's "
+            "mean machine z-score minus its mean human z-score. A positive DSM means the "
+            "machine scores the group higher, relative to the humans, than it scores "
+            f"essays on the whole; RSMTool flags |DSM| > {_DSM_MAX:.1f}. The all-essays "
+            "row has DSM 0.",
+            class_="note",
+        ),
+    ]
+    if _present(tables, "group_agreement"):
+        out.append(
+            _group_agreement_table(
+                tables["group_agreement"],
+                meta,
+                f"Agreement with the human score by group{column}; DSM against all "
+                "essays, as in RSMTool's report",
+            )
+        )
+    else:
+        out.append(_tag("p", "Not available in this run."))
+    out.append(
+        figure(
+            "group_agreement",
+            "QWK, SMD and DSM per group of students, per representation and model; "
+            f"dashed lines: QWK {_QWK_MIN:.2f}, SMD ±{_SMD_MAX:.2f} and DSM "
+            f"±{_DSM_MAX:.2f}.",
+            "Bar charts of QWK, SMD and DSM per student group, one column of panels per "
+            "text representation.",
+        )
+    )
+    out.append(_tag("h3", "Fairness analyses: OSA, OSD and CSD"))
+    out.append(
+        _tag(
+            "p",
+            "Each is a regression of the machine's error on group membership (Loukina, "
+            "Madnani and Zechner 2019), reported as the share of the error's variance that "
+            "the groups explain (adjusted R²). OSA, overall score accuracy, uses the "
+            "squared error: are some groups scored less accurately? OSD, overall score "
+            "difference, uses the signed error (machine − human): does the machine score "
+            "some groups higher or lower than the humans do? CSD, conditional score "
+            "difference, asks the OSD question among essays with the same human score: it "
+            "conditions on the human score. A group with lower human scores gets positive "
+            "errors from regression to the mean alone, which OSD counts and CSD does not. "
+            "With many essays a tiny R² can have p < 0.05: read the size first.",
+            class_="note",
+        )
+    )
+    if _present(tables, "group_fairness"):
+        out.append(_group_fairness_table(tables["group_fairness"], meta))
+    else:
+        out.append(_tag("p", "Not available in this run."))
+    if _present(tables, "group_fairness_coefficients"):
+        out.append(_group_coefficients_table(tables["group_fairness_coefficients"], meta))
+    out.append(_tag("h3", "Individual fairness within and across groups"))
+    out.append(
+        _tag(
+            "p",
+            "The Lipschitz fraction of section 6, with the same distances and the same "
+            "min–max scaling over all pairs, counted among pairs of essays from one group "
+            "(within), from different groups (across) and within each group. A lower "
+            "fraction across groups than within means that similar essays from different "
+            "groups get more different scores than similar essays from one group. Compare "
+            "with the human scores: a gap that the humans show too is in the data the "
+            "model learned from. Pairs from different groups may also simply be farther "
+            "apart, which makes the condition easier to meet, and the within-group "
+            "fraction is dominated by the largest group, which has the most pairs.",
+            class_="note",
+        )
+    )
+    if _present(tables, "group_lipschitz"):
+        out.append(_group_lipschitz_table(tables["group_lipschitz"], meta))
+    else:
+        out.append(_tag("p", "Not available in this run."))
+    out.append(
+        figure(
+            "group_lipschitz",
+            "Share of essay pairs meeting the Lipschitz condition among pairs of one "
+            "group (circles) and of different groups (triangles), per representation and "
+            "model, human scores included; the dash is the share over all pairs.",
+            "Dot plots per text representation: for each model and the human scores, the "
+            "Lipschitz fraction within groups and across groups.",
+        )
+    )
+    return _join(out)
+
+
+def _section_perturbations(tables, meta, figure):
+    table = tables["perturbation"]
+    _check_table(
+        table,
+        "perturbation",
+        [
             "representation",
             "model",
-            "group",
-            "n",
-            "mean_human",
-            "mean_machine",
-            "qwk",
-            "smd",
+            "perturbation",
+            "family",
+            "expected",
+            "n_changed",
+            "share_expected",
+            "mean_change",
+            "share_beyond_tolerance",
+            "mean_distance",
+            "share_zero_distance",
+            "lipschitz_max",
+            "tolerance",
         ],
     )
-    group_col = meta.get("group_col")
+    expected = {"stay": "stay", "drop": "drop", "change": "move"}
     rows = [
         [
-            _rep(g.representation),
-            _mod(g.model),
-            g.group,
-            _num(g.n),
-            _num(g.mean_human),
-            _num(g.mean_machine),
-            _num(g.qwk),
-            _num(g.smd),
+            _rep(r.representation),
+            _mod(r.model),
+            r.perturbation,
+            expected.get(str(r.expected), str(r.expected)),
+            _num(r.n_changed),
+            _pct(r.share_expected),
+            _num(r.mean_change),
+            _pct(r.share_beyond_tolerance),
+            _num(r.mean_distance),
+            _pct(r.share_zero_distance),
+            _pct(r.lipschitz_max),
         ]
-        for g in table.itertuples(index=False)
+        for r in table.itertuples(index=False)
     ]
-    caption = "Agreement with the human score by group"
-    if group_col:
-        caption += f" (column {group_col})"
-    return _join(
-        [
+    tol = table["tolerance"].dropna()
+    tol_text = f"{float(tol.iloc[0]):g} score points" if len(tol) else "the tolerance"
+    out = [
+        _table(
+            [
+                "Representation",
+                "Model",
+                "Edit",
+                "Expected",
+                "Essays edited",
+                "% as expected",
+                "Mean change",
+                f"% beyond ±{tol_text}",
+                "Mean distance",
+                "% at distance 0",
+                "% Lipschitz (max)",
+            ],
+            rows,
+            caption="Score changes under controlled edits (changed essays only)",
+        ),
+        figure(
+            "perturbation",
+            "Where scores moved under each edit (down / within the tolerance / up), the "
+            "mean change, and the distance between essay and edit in the representation.",
+            "Bar charts of the share of essays whose score went down, stayed or went up "
+            "under each edit, per representation and model.",
+        ),
+    ]
+    if _present(tables, "perturbation_examples"):
+        ex = tables["perturbation_examples"]
+        _check_table(
+            ex,
+            "perturbation_examples",
+            ["representation", "perturbation", "id", "edit_preview"],
+        )
+        first = ex.drop_duplicates("perturbation")
+        out.append(
             _table(
+                ["Edit", "Essay id", "What changed (first edits)"],
                 [
-                    "Representation",
-                    "Model",
-                    "Group",
-                    "n",
-                    "Mean human score",
-                    "Mean machine score",
-                    "QWK",
-                    "SMD (machine − human)",
+                    [r.perturbation, r.id, _short(r.edit_preview, 160)]
+                    for r in first.itertuples()
                 ],
-                rows,
-                caption=caption,
-            ),
-            figure(
-                "group_agreement",
-                "QWK and SMD per group of students, per representation and model; dashed "
-                f"lines: QWK {_QWK_MIN:.2f} and SMD ±{_SMD_MAX:.2f}.",
-                "Bar charts of QWK and SMD per student group, one column of panels per "
-                "text representation.",
-            ),
-        ]
-    )
+                caption="One example of each edit",
+            )
+        )
+    return _join(out)
 
 
 _SECTION_TABLES = {
@@ -1083,7 +1403,7 @@ def render_html(tables, meta, figures, *, dpi=100):
     5): 1 Overview, 2 Agreement with human raters, 3 Essay similarity:
     extreme pairs, 4 Aggregate feature differences, 5 Paraphrase robustness,
     6 Individual fairness: Lipschitz fraction, 7 Score difference vs.
-    distance, and 8 Group view (only with a ``group_agreement`` table). Each
+    distance, and 8 Group view (only with one of the group tables). Each
     opens with a plain-language reading guide. A section whose tables are
     missing says so, and the overview lists it with the omitted features.
 
@@ -1134,8 +1454,14 @@ def render_html(tables, meta, figures, *, dpi=100):
     tables = {k: v for k, v in tables.items() if v is not None}
     meta = dict(meta or {})
     figure = _FigureCounter(figures, dpi)
-    with_groups = _present(tables, "group_agreement")
-    titles = [t for t in SECTION_TITLES if with_groups or t != "Group view"]
+    with_groups = any(_present(tables, name) for name in _GROUP_TABLES)
+    with_edits = _present(tables, "perturbation")
+    titles = [
+        t
+        for t in SECTION_TITLES
+        if (with_groups or t != "Group view")
+        and (with_edits or t != "Counterfactual edits")
+    ]
 
     unavailable = [
         (title, "not available in this run (its table is missing)")
@@ -1144,6 +1470,14 @@ def render_html(tables, meta, figures, *, dpi=100):
     ]
     if not with_groups:
         unavailable.append(("Group view", "no group column was given, so it is left out"))
+    if not with_edits:
+        unavailable.append(
+            (
+                "Counterfactual edits",
+                "no perturbations were requested (perturbations=..., or --perturbations "
+                "default on the command line)",
+            )
+        )
     builders = {
         "Overview": lambda: _section_overview(tables, meta, unavailable),
         "Agreement with human raters": lambda: _section_agreement(tables, meta, figure),
@@ -1157,6 +1491,7 @@ def render_html(tables, meta, figures, *, dpi=100):
             tables, meta, figure
         ),
         "Group view": lambda: _section_groups(tables, meta, figure),
+        "Counterfactual edits": lambda: _section_perturbations(tables, meta, figure),
     }
 
     sections, toc = [], []

@@ -30,6 +30,7 @@ __all__ = [
     "plot_extreme_pairs",
     "plot_feature_profile",
     "plot_group_agreement",
+    "plot_group_lipschitz",
     "plot_lipschitz",
     "plot_score_distance",
 ]
@@ -43,6 +44,8 @@ FIGURE_NAMES = (
     "score_distance_5",
     "score_distance_100",
     "group_agreement",
+    "group_lipschitz",
+    "perturbation",
 )
 
 REPRESENTATION_LABELS = {
@@ -93,6 +96,7 @@ _GROUP_PALETTE = (
     "#BBBBBB",
 )
 _DISTANCE_COLOR = "#B0B0B0"
+_ALL_ESSAYS_COLOR = "#DDDDDD"
 
 _PANEL_W, _PANEL_H = 5.2, 3.6
 
@@ -715,18 +719,21 @@ def plot_score_distance(
 
 
 def plot_group_agreement(group_agreement, *, representations=None, models=None):
-    """QWK and SMD per group of students, per representation and model.
+    """QWK, SMD and DSM per group of students, per representation and model.
 
-    Two rows of panels (QWK; SMD, machine minus human) and one column per
-    representation; in each panel one group of bars per model and one bar per
-    student group. Dashed lines mark Williamson et al.'s thresholds (QWK 0.70,
-    SMD +-0.15).
+    Three rows of panels (QWK; SMD, machine minus human within the group;
+    DSM, the group's difference of standardized means against all essays)
+    and one column per representation; in each panel one group of bars per
+    model and one bar per student group, then a grey bar for all essays.
+    Dashed lines mark the thresholds: QWK 0.70 and SMD +-0.15 (Williamson et
+    al., 2012), DSM +-0.10 (RSMTool's group report).
 
     Parameters
     ----------
     group_agreement : pandas.DataFrame
-        The audit's ``"group_agreement"`` table: ``representation``, ``model``,
-        ``group``, ``qwk``, ``smd``.
+        The audit's ``"group_agreement"`` table: ``representation``,
+        ``model``, ``group`` (``"all"`` for the row of all essays), ``qwk``,
+        ``smd``, ``dsm``.
     representations, models : list of str, default=None
         Order of the columns and of the bar groups; order of appearance when None.
 
@@ -738,33 +745,38 @@ def plot_group_agreement(group_agreement, *, representations=None, models=None):
     --------
     >>> import pandas as pd
     >>> from sklearn_fairaes.report._plots import plot_group_agreement
-    >>> table = pd.DataFrame({"representation": ["bow"] * 2, "model": ["ridge"] * 2,
-    ...                       "group": ["A", "B"], "n": [30, 25],
-    ...                       "mean_human": [7.1, 6.8], "mean_machine": [7.0, 7.2],
-    ...                       "qwk": [0.71, 0.64], "smd": [-0.03, 0.12]})
+    >>> table = pd.DataFrame({"representation": ["bow"] * 3, "model": ["ridge"] * 3,
+    ...                       "group": ["A", "B", "all"], "qwk": [0.71, 0.64, 0.68],
+    ...                       "smd": [-0.03, 0.12, 0.04], "dsm": [-0.06, 0.08, 0.0]})
     >>> fig = plot_group_agreement(table)
     >>> [ax.get_ylabel() for ax in fig.axes]
-    ['QWK', 'SMD (machine − human)']
+    ['QWK', 'SMD (machine − human)', 'DSM (group vs. all essays)']
     """
     _check_table(
         group_agreement,
         "group_agreement",
-        ["representation", "model", "group", "qwk", "smd"],
+        ["representation", "model", "group", "qwk", "smd", "dsm"],
     )
     table = group_agreement
     reps = _ordered(table["representation"], representations)
     mods = _ordered(table["model"], models)
-    groups = _ordered(table["group"])
+    groups = _ordered(table["group"], last=("all",))
     colors = {g: _GROUP_PALETTE[i % len(_GROUP_PALETTE)] for i, g in enumerate(groups)}
-    fig = _figure(max(8.0, (1.2 + 0.45 * len(mods) * len(groups)) * len(reps)), 6.4)
-    axes = fig.subplots(2, len(reps), sharex="col", sharey="row", squeeze=False)
+    colors["all"] = _ALL_ESSAYS_COLOR
+    # Wide enough for the bars, but not wider than a page can show at a glance.
+    width = min(20.0, max(8.0, (1.2 + 0.45 * len(mods) * len(groups)) * len(reps)))
+    fig = _figure(width, 8.6)
+    axes = fig.subplots(3, len(reps), sharex="col", sharey="row", squeeze=False)
     x = np.arange(len(mods))
     width = 0.8 / len(groups)
+    rows = (
+        ("qwk", "QWK", (0.70,)),
+        ("smd", "SMD (machine − human)", (-0.15, 0.0, 0.15)),
+        ("dsm", "DSM (group vs. all essays)", (-0.10, 0.0, 0.10)),
+    )
     for c, r in enumerate(reps):
         sub = table[table["representation"].astype(str) == r]
-        for row, (col, ylabel, refs) in enumerate(
-            (("qwk", "QWK", (0.70,)), ("smd", "SMD (machine − human)", (-0.15, 0.0, 0.15)))
-        ):
+        for row, (col, ylabel, refs) in enumerate(rows):
             ax = axes[row, c]
             for j, g in enumerate(groups):
                 part = sub[sub["group"].astype(str) == g]
@@ -774,13 +786,18 @@ def plot_group_agreement(group_agreement, *, representations=None, models=None):
                     [value.get(m, np.nan) for m in mods],
                     width=width * 0.92,
                     color=colors[g],
+                    edgecolor="#4D4D4D" if g == "all" else None,
+                    linewidth=0.6,
                 )
             for ref in refs:
                 ax.axhline(ref, color="black", lw=0.8, ls="-" if ref == 0 else "--")
-            if col == "smd":
-                # Keep both threshold lines in view even when every SMD is small.
-                low, high = ax.get_ylim()
-                ax.set_ylim(min(low, -0.2), max(high, 0.2))
+            if col != "qwk" and c == 0:
+                # The row shares its y axis: fit every panel's bars, and keep both
+                # threshold lines in view even when every value is small.
+                values = np.abs(table[col].to_numpy(dtype=float))
+                top = np.nanmax(values, initial=0.0)
+                limit = max(refs[-1] + 0.05, 1.1 * top)
+                ax.set_ylim(-limit, limit)
             ax.set_xticks(x, [_text(model_label(m)) for m in mods], rotation=20, ha="right")
             ax.grid(axis="y", alpha=0.3)
             ax.set_axisbelow(True)
@@ -790,7 +807,107 @@ def plot_group_agreement(group_agreement, *, representations=None, models=None):
                 ax.set_title(_text(representation_label(r)))
     fig.suptitle("Agreement with the human scores by group (dashed lines: thresholds)")
     handles = [axes[0, 0].patches[j * len(mods)] for j in range(len(groups))]
-    _legend(fig, handles, [_text(g) for g in groups])
+    _legend(fig, handles, [_group_label(g) for g in groups])
+    return fig
+
+
+def _group_label(group):
+    return "All essays" if group == "all" else _text(group)
+
+
+def plot_group_lipschitz(
+    group_lipschitz, *, representations=None, models=None, colors=None
+):
+    """Lipschitz fraction within groups and across groups, per representation.
+
+    One panel per representation; for each model and for the human scores,
+    the share of essay pairs meeting the Lipschitz condition among pairs of
+    the same group (circle) and among pairs of different groups (triangle),
+    joined by a line, with the share over all pairs as a short dash. Pairs
+    of different groups satisfying the condition less often than pairs of
+    one group means that similar essays are scored less alike across groups.
+
+    Parameters
+    ----------
+    group_lipschitz : pandas.DataFrame
+        The audit's ``"group_lipschitz"`` table: ``representation``,
+        ``model``, ``scope`` (rows ``"overall"``, ``"within"`` and
+        ``"cross"`` are drawn; ``"group"`` rows are not), ``fraction``.
+    representations, models : list of str, default=None
+        Order of the panels and of the models; order of appearance when None.
+        ``"human"`` always comes last.
+    colors : dict, default=None
+        Model -> colour; :func:`model_colors` when None.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report._plots import plot_group_lipschitz
+    >>> table = pd.DataFrame({"representation": ["bow"] * 6,
+    ...                       "model": ["ridge"] * 3 + ["human"] * 3,
+    ...                       "scope": ["overall", "within", "cross"] * 2,
+    ...                       "fraction": [0.97, 0.98, 0.96, 0.95, 0.96, 0.94]})
+    >>> fig = plot_group_lipschitz(table)
+    >>> fig.axes[0].get_title()
+    'BOW'
+    """
+    _check_table(
+        group_lipschitz,
+        "group_lipschitz",
+        ["representation", "model", "scope", "fraction"],
+    )
+    table = group_lipschitz[group_lipschitz["scope"].astype(str) != "group"]
+    reps = _ordered(table["representation"], representations)
+    mods = _ordered(table["model"], models, last=("human",))
+    colors = colors or model_colors(mods)
+    values = {
+        (str(r), str(m), str(s)): 100.0 * float(f)
+        for r, m, s, f in zip(
+            table["representation"], table["model"], table["scope"], table["fraction"]
+        )
+    }
+    width = max(_PANEL_W, 0.9 * len(mods) + 1.5)
+    ncols = min(len(reps), 2)
+    fig = _figure(width * ncols, _PANEL_H * math.ceil(len(reps) / ncols) + 0.9)
+    axes, _, _ = _panel_axes(fig, len(reps))
+    x = np.arange(len(mods))
+    for i, (ax, r) in enumerate(zip(axes, reps)):
+        for j, m in enumerate(mods):
+            within = values.get((r, m, "within"), np.nan)
+            cross = values.get((r, m, "cross"), np.nan)
+            overall = values.get((r, m, "overall"), np.nan)
+            ax.plot([j - 0.12, j + 0.12], [within, cross], color=colors[m], lw=1.2)
+            ax.plot(j - 0.12, within, marker="o", ms=7, color=colors[m], ls="none")
+            ax.plot(j + 0.12, cross, marker="^", ms=7, color=colors[m], ls="none")
+            ax.plot([j - 0.25, j + 0.25], [overall, overall], color="#4D4D4D", lw=0.8)
+        ax.set_xticks(x, [_text(model_label(m)) for m in mods], rotation=20, ha="right")
+        ax.set_xlim(-0.6, len(mods) - 0.4)
+        low, high = ax.get_ylim()
+        if high - low < 1.0:  # a hair's difference should not fill the panel
+            middle = (high + low) / 2
+            ax.set_ylim(middle - 0.5, middle + 0.5)
+        ax.set_title(_text(representation_label(r)))
+        if i % ncols == 0:
+            ax.set_ylabel("Pairs with |Δscore| ≤ distance (%)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    fig.suptitle("Individual fairness by group: pairs within a group vs. across groups")
+    _, Line2D = _mpl()
+    handles = [
+        Line2D([], [], color="#4D4D4D", marker="o", ls="none"),
+        Line2D([], [], color="#4D4D4D", marker="^", ls="none"),
+        Line2D([], [], color="#4D4D4D", lw=0.8),
+    ]
+    _legend(
+        fig,
+        handles,
+        ["Pairs within a group", "Pairs across groups", "All pairs"],
+        ncols=3,
+    )
     return fig
 
 
@@ -838,6 +955,7 @@ def make_figures(tables, meta):
     names = list(mods)
     for key, column in (
         ("lipschitz", "model"),
+        ("group_lipschitz", "model"),
         ("score_distance", "model"),
         ("distance_distribution", "series"),
     ):
@@ -876,5 +994,25 @@ def make_figures(tables, meta):
     if _present(tables, "group_agreement"):
         figures["group_agreement"] = plot_group_agreement(
             tables["group_agreement"], models=mods or None, **order
+        )
+    if _present(tables, "group_lipschitz"):
+        figures["group_lipschitz"] = plot_group_lipschitz(
+            tables["group_lipschitz"], models=mods or None, colors=colors, **order
+        )
+    if _present(tables, "perturbation"):
+        from ..perturb import plot_perturbation_audit
+
+        table = tables["perturbation"]
+        # one row of panels per representation x model
+        labelled = table.drop(columns=["representation", "model"]).assign(
+            model=[
+                f"{representation_label(r)} + {model_label(m)}"
+                for r, m in zip(
+                    table["representation"].astype(str), table["model"].astype(str)
+                )
+            ]
+        )
+        figures["perturbation"] = plot_perturbation_audit(
+            labelled, title="Counterfactual edits: how scores moved"
         )
     return figures
