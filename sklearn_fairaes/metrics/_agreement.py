@@ -704,8 +704,9 @@ def _models(y_pred):
     return [("y_pred", "y_pred", y_pred)]
 
 
-def _check_thresholds(thresholds):
-    merged = dict(WILLIAMSON_THRESHOLDS)
+def _check_thresholds(thresholds, defaults=None):
+    """``defaults`` (Williamson et al.'s when None) updated with the user's ``thresholds``."""
+    merged = dict(WILLIAMSON_THRESHOLDS if defaults is None else defaults)
     if thresholds is None:
         return merged
     unknown = sorted(set(thresholds) - set(merged))

@@ -34,7 +34,6 @@ Conventions of this module
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -48,6 +47,7 @@ from ._agreement import (
     _SMD_METHODS,
     _check_integer_valued,
     _check_rounding,
+    _check_thresholds,
     difference_of_standardized_means,
     qwk,
     standardized_mean_difference,
@@ -101,20 +101,6 @@ def _check_scores_pair(y_true, y_pred):
 
 
 # --------------------------------------------------------------------------- table
-
-
-def _check_group_thresholds(thresholds):
-    merged = dict(GROUP_THRESHOLDS)
-    if thresholds is None:
-        return merged
-    unknown = sorted(set(thresholds) - set(merged))
-    if unknown:
-        raise ValueError(f"unknown threshold(s) {unknown}; the keys are {sorted(merged)}")
-    for key, value in thresholds.items():
-        if not isinstance(value, numbers.Real) or isinstance(value, bool):
-            raise TypeError(f"threshold {key!r} must be a number, got {value!r}")
-    merged.update({k: float(v) for k, v in thresholds.items()})
-    return merged
 
 
 def _agreement_row(human, machine, population, *, labels, rounding, smd_method, smd_ddof):
@@ -244,7 +230,7 @@ def group_agreement_report(
     check_option(smd_method, "smd_method", _SMD_METHODS)
     if not isinstance(include_all, (bool, np.bool_)):
         raise TypeError(f"include_all must be True or False, got {include_all!r}")
-    limits = _check_group_thresholds(thresholds)
+    limits = _check_thresholds(thresholds, GROUP_THRESHOLDS)
     human, machine = _check_scores_pair(y_true, y_pred)
     g = check_groups(groups, n_samples=human.shape[0])
     names, codes, counts = np.unique(g, return_inverse=True, return_counts=True)
@@ -688,37 +674,19 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
         self.codes, self.n_groups = codes, n_groups
 
     def map(self, block):
-        T = block.similarities
-        np.multiply(T, -self.b, out=T)
-        np.add(T, self.a, out=T)
-        if self.c:
-            diff = np.subtract.outer(self.y32[block.rows], self.y32[block.cols])
-            np.abs(diff, out=diff)
-            np.multiply(diff, self.c, out=diff)
-            np.subtract(T, diff, out=T)
+        T = self.statistic(block)
         valid = block.mask
         if valid is None:  # pragma: no cover - a within-group engine always masks
             valid = np.ones(T.shape, dtype=bool)
-        T[~valid] = -np.inf
         rows = self.codes[block.rows]
         sure = np.bincount(rows, weights=np.count_nonzero(T >= self.margin, axis=1),
                            minlength=self.n_groups).astype(np.int64)  # fmt: skip
         pairs = np.bincount(rows, weights=np.count_nonzero(valid, axis=1),
                             minlength=self.n_groups).astype(np.int64)  # fmt: skip
-        np.abs(T, out=T)
-        pos = np.flatnonzero(T < self.margin)
-        n_cols = block.col_stop - block.col_start
-        i, j = block.row_start + pos // n_cols, block.col_start + pos % n_cols
+        i, j = self.undecided(block, T)
         return sure, pairs, i, j, False
 
-    def combine(self, a, b):
-        overflow = a[4] or b[4] or a[2].size + b[2].size > _individual._MAX_UNDECIDED
-        if overflow:
-            e = np.empty(0, dtype=np.int64)
-            return a[0] + b[0], a[1] + b[1], e, e, True
-        i = np.concatenate([a[2], b[2]])
-        j = np.concatenate([a[3], b[3]])
-        return a[0] + b[0], a[1] + b[1], i, j, False
+    # combine() is the parent's: its sums work on the per-group count arrays too
 
     def empty(self):
         e = np.empty(0, dtype=np.int64)

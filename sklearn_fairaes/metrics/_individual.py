@@ -152,7 +152,8 @@ class _ScreenedLipschitzCounter:
         self.a, self.b, self.c = np.float32(a), np.float32(b), np.float32(c)
         self.margin = _f32_at_least(margin)
 
-    def map(self, block):
+    def statistic(self, block):
+        """``T`` of every pair of the block; pairs outside its mask get ``-inf``."""
         T = block.similarities
         np.multiply(T, -self.b, out=T)
         np.add(T, self.a, out=T)
@@ -163,11 +164,19 @@ class _ScreenedLipschitzCounter:
             np.subtract(T, diff, out=T)
         if block.mask is not None:
             T[~block.mask] = -np.inf
-        sure = int(np.count_nonzero(T >= self.margin))
+        return T
+
+    def undecided(self, block, T):
+        """Global ``(i, j)`` of the pairs within the margin (``T`` is overwritten)."""
         np.abs(T, out=T)
         pos = np.flatnonzero(T < self.margin)
         n_cols = block.col_stop - block.col_start
-        i, j = block.row_start + pos // n_cols, block.col_start + pos % n_cols
+        return block.row_start + pos // n_cols, block.col_start + pos % n_cols
+
+    def map(self, block):
+        T = self.statistic(block)
+        sure = int(np.count_nonzero(T >= self.margin))
+        i, j = self.undecided(block, T)
         return sure, block.n_valid, i, j, False
 
     def combine(self, a, b):
