@@ -305,14 +305,20 @@ def _perturbation_tables(
     sample = [essays[i] for i in held]
     summaries, examples = [], []
     for rname, rep in reps.items():
+        # the representation is fitted once and shared by the models' pipelines
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            train_rep = clone(rep)
+            X_train = train_rep.fit_transform(train_essays)
         pipes = {}
         for mname, model in mods.items():
             model = model[rname] if isinstance(model, dict) else model
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", category=UserWarning)
-                pipes[mname] = Pipeline(
-                    [("representation", clone(rep)), ("model", clone(model))]
-                ).fit(train_essays, y[train])
+            pipes[mname] = Pipeline(
+                [
+                    ("representation", train_rep),
+                    ("model", clone(model).fit(X_train, y[train])),
+                ]
+            )
         with warnings.catch_warnings():
             # long-text truncation notes repeat on every predict call
             warnings.simplefilter("ignore", category=UserWarning)
