@@ -210,7 +210,8 @@ def _fmt(x, digits):
 
 def compare(result, *, n_terms):
     """Long table: one row per recorded cell, with ours and the difference."""
-    pd = __import__("pandas")
+    import pandas as pd
+
     t = result.tables
     rows = []
 
