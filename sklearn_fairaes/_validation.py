@@ -8,9 +8,12 @@ position, column), what was expected, and how to fix it.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 
 __all__ = [
     "check_essays",
@@ -24,8 +27,10 @@ __all__ = [
     "check_predictor",
 ]
 
+_Estimator = TypeVar("_Estimator")
 
-def _position_label(obj, i):
+
+def _position_label(obj: object, i: int) -> str:
     """Describe position ``i`` of ``obj``, with its index label when it has one."""
     index = getattr(obj, "index", None)
     if index is not None and not isinstance(index, type(range(0))):
@@ -40,7 +45,7 @@ def _position_label(obj, i):
     return f"position {i}"
 
 
-def check_essays(X, *, name="X", allow_empty=True):
+def check_essays(X: Any, *, name: str = "X", allow_empty: bool = True) -> list[str]:
     """Validate a collection of essays and return it as a list of ``str``.
 
     Parameters
@@ -130,7 +135,14 @@ def check_essays(X, *, name="X", allow_empty=True):
     return values
 
 
-def check_scores(y, *, name="y", n_samples=None, min_samples=1, allow_nan=False):
+def check_scores(
+    y: Any,
+    *,
+    name: str = "y",
+    n_samples: int | None = None,
+    min_samples: int = 1,
+    allow_nan: bool = False,
+) -> NDArray[np.float64]:
     """Validate a vector of scores and return it as a 1-D float64 array.
 
     Parameters
@@ -159,7 +171,9 @@ def check_scores(y, *, name="y", n_samples=None, min_samples=1, allow_nan=False)
     if isinstance(y, (str, bytes)):
         raise TypeError(f"{name} must be an array of numbers, got a single string")
     if sp.issparse(y):
-        y = y.toarray()
+        # scipy-stubs types issparse() as narrowing to an abstract base
+        # without methods; every sparse array and matrix has toarray().
+        y = cast(Any, y).toarray()
     arr = np.asarray(y)
     if arr.ndim == 2 and 1 in arr.shape and arr.size:
         arr = arr.reshape(-1)
@@ -207,14 +221,31 @@ def check_scores(y, *, name="y", n_samples=None, min_samples=1, allow_nan=False)
     return arr
 
 
-def check_embeddings(X, *, name="X", min_samples=2, accept_sparse=True):
+@overload
+def check_embeddings(
+    X: Any, *, name: str = ..., min_samples: int = ..., accept_sparse: Literal[False]
+) -> NDArray[np.float64]: ...
+
+
+@overload
+def check_embeddings(
+    X: Any, *, name: str = ..., min_samples: int = ..., accept_sparse: bool = ...
+) -> NDArray[np.float64] | sp.csr_matrix[np.float64]: ...
+
+
+def check_embeddings(
+    X: Any, *, name: str = "X", min_samples: int = 2, accept_sparse: bool = True
+) -> NDArray[np.float64] | sp.csr_matrix[np.float64]:
     """Validate a matrix of essay vectors (one row per essay).
 
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n_samples, n_features)
+        The essay vectors, one row per essay.
     name : str, default="X"
+        Name of the argument, used in error messages.
     min_samples : int, default=2
+        Smallest accepted number of rows.
     accept_sparse : bool, default=True
         Whether a scipy sparse matrix is kept sparse (CSR); otherwise it raises.
 
@@ -228,14 +259,16 @@ def check_embeddings(X, *, name="X", min_samples=2, accept_sparse=True):
     >>> check_embeddings([[1, 0], [0, 1]]).shape
     (2, 2)
     """
+    out: NDArray[np.float64] | sp.csr_matrix[np.float64]
     if sp.issparse(X):
         if not accept_sparse:
             raise TypeError(
                 f"{name} is a sparse matrix, which this function does not accept; "
                 f"call {name}.toarray() first"
             )
-        X = sp.csr_matrix(X, dtype=np.float64)
-        data = X.data
+        csr = sp.csr_matrix(cast(Any, X), dtype=np.float64)
+        data = csr.data
+        out = csr
     else:
         if hasattr(X, "to_numpy") and hasattr(X, "columns"):
             X = X.to_numpy()
@@ -253,31 +286,42 @@ def check_embeddings(X, *, name="X", min_samples=2, accept_sparse=True):
             )
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        data = X
-    if X.shape[0] < min_samples:
+        dense = np.ascontiguousarray(X, dtype=np.float64)
+        data = dense
+        out = dense
+    if out.shape[0] < min_samples:
         raise ValueError(
-            f"{name} has {X.shape[0]} row(s); at least {min_samples} essays are needed"
+            f"{name} has {out.shape[0]} row(s); at least {min_samples} essays are needed"
         )
-    if X.shape[1] == 0:
-        raise ValueError(f"{name} has no columns (shape {X.shape})")
+    if out.shape[1] == 0:
+        raise ValueError(f"{name} has no columns (shape {out.shape})")
     if not np.isfinite(data).all():
-        if sp.issparse(X):
+        if sp.issparse(out):
             bad_row = int(
-                np.searchsorted(X.indptr, np.flatnonzero(~np.isfinite(data))[0], "right")
+                np.searchsorted(out.indptr, np.flatnonzero(~np.isfinite(data))[0], "right")
                 - 1
             )
         else:
-            bad_row = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])
+            bad_row = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
         raise ValueError(
             f"{name} contains NaN or infinity (first in row {bad_row}); check the "
             f"representation that produced it"
         )
-    return X
+    return out
 
 
-def check_same_length(**arrays):
+def check_same_length(**arrays: Any) -> None:
     """Raise if the named inputs do not all have the same number of samples.
+
+    Parameters
+    ----------
+    **arrays : array-like or sparse matrix
+        The inputs, by argument name (used in the message).
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ; the message gives each input's length.
 
     Examples
     --------
@@ -295,7 +339,7 @@ def check_same_length(**arrays):
         )
 
 
-def check_columns(X, columns, *, name="X"):
+def check_columns(X: Any, columns: Sequence[str], *, name: str = "X") -> None:
     """Raise unless ``X`` is a pandas DataFrame holding every column in ``columns``.
 
     Parameters
@@ -336,7 +380,9 @@ def check_columns(X, columns, *, name="X"):
             )
 
 
-def check_references(values, *, name="reference", allow_missing=False):
+def check_references(
+    values: Any, *, name: str = "reference", allow_missing: bool = False
+) -> list[tuple[str, ...]]:
     """Validate reference answers: one cell per row, a str or a list of str.
 
     Empty and whitespace-only references are dropped, as are repeats within a
@@ -375,9 +421,10 @@ def check_references(values, *, name="reference", allow_missing=False):
             f"got a single {type(values).__name__}"
         )
     cells = values.tolist() if hasattr(values, "tolist") else list(values)
-    out = []
+    out: list[tuple[str, ...]] = []
     for i, cell in enumerate(cells):
         where = _position_label(values, i)
+        items: list[Any]
         if cell is None or (isinstance(cell, float) and np.isnan(cell)):
             items = []
         elif isinstance(cell, str):
@@ -389,7 +436,7 @@ def check_references(values, *, name="reference", allow_missing=False):
                 f"{name} at {where} is a {type(cell).__name__} ({cell!r:.40}); a "
                 f"reference cell must be a str or a list of str"
             )
-        kept = []
+        kept: list[str] = []
         for item in items:
             if not isinstance(item, str):
                 raise TypeError(
@@ -408,12 +455,21 @@ def check_references(values, *, name="reference", allow_missing=False):
     return out
 
 
-def check_grades(y, *, name="y", n_samples=None, low=0.0, high=1.0, hint=""):
+def check_grades(
+    y: Any,
+    *,
+    name: str = "y",
+    n_samples: int | None = None,
+    low: float = 0.0,
+    high: float = 1.0,
+    hint: str = "",
+) -> NDArray[np.float64]:
     """Validate grades that must lie in ``[low, high]``; return them as float64.
 
     Parameters
     ----------
     y : array-like of shape (n_samples,)
+        The grades.
     name : str, default="y"
         Name of the argument, used in error messages.
     n_samples : int, default=None
@@ -451,7 +507,7 @@ def check_grades(y, *, name="y", n_samples=None, low=0.0, high=1.0, hint=""):
     return arr
 
 
-def _missing_label(value):
+def _missing_label(value: object) -> bool:
     """Whether a group label is a missing value (None, NaN, NaT, pandas.NA)."""
     if value is None:
         return True
@@ -462,7 +518,13 @@ def _missing_label(value):
     return type(value).__name__ in ("NAType", "NaTType")
 
 
-def check_groups(groups, *, name="groups", n_samples=None, min_groups=1):
+def check_groups(
+    groups: Any,
+    *,
+    name: str = "groups",
+    n_samples: int | None = None,
+    min_groups: int = 1,
+) -> NDArray[Any]:
     """Validate group labels, one per essay, and return them as a 1-D array.
 
     Parameters
@@ -604,7 +666,9 @@ def check_groups(groups, *, name="groups", n_samples=None, min_groups=1):
     return arr
 
 
-def check_predictor(estimator, *, name="estimator", method="predict"):
+def check_predictor(
+    estimator: _Estimator, *, name: str = "estimator", method: str = "predict"
+) -> _Estimator:
     """Raise unless ``estimator`` has a callable ``method`` and, if fittable, is fitted.
 
     Parameters

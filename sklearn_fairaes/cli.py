@@ -8,13 +8,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._version import __version__
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .report import AuditResult
+
+__all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _cmd_setup(args):
+def _cmd_setup(args: argparse.Namespace) -> int:
     from .resources import setup_resources
 
     report = setup_resources(verbose=not args.quiet)
@@ -24,7 +34,7 @@ def _cmd_setup(args):
     return EXIT_INTERNAL if missing else EXIT_OK
 
 
-def _log(args, message):
+def _log(args: argparse.Namespace, message: str) -> None:
     if not getattr(args, "quiet", False):
         print(f"fairaes: {message}", file=sys.stderr)
 
@@ -33,12 +43,16 @@ class BadInput(Exception):
     """Bad input detected by the command line itself (exit code 2)."""
 
 
-def read_table(path, *, encoding=None):
+def read_table(
+    path: str | os.PathLike[str], *, encoding: str | None = None
+) -> pd.DataFrame:
     """Read a tsv/csv/xlsx file of essays as strings, with precise errors.
 
     Parameters
     ----------
     path : str or path-like
+        A ``.tsv``/``.tab``/``.txt`` (tab-separated), ``.csv`` or
+        ``.xlsx``/``.xlsm`` file with a header row.
     encoding : str, default=None
         Text encoding of tsv/csv files; None means UTF-8 (with or without BOM).
 
@@ -46,9 +60,13 @@ def read_table(path, *, encoding=None):
     -------
     frame : pandas.DataFrame
         All columns as strings; empty cells are empty strings.
-    """
-    from pathlib import Path
 
+    Raises
+    ------
+    BadInput
+        If the file is missing, empty, of an unknown type, or cannot be decoded
+        or parsed; the message names the file (and the line, for decoding).
+    """
     from .resources import require
 
     pd = require("pandas", purpose="reading data files")
@@ -95,11 +113,18 @@ def read_table(path, *, encoding=None):
     return frame
 
 
-def _split(value):
+def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
-def _run_audit(args, frame, *, source, prompt, paraphrases):
+def _run_audit(
+    args: argparse.Namespace,
+    frame: pd.DataFrame,
+    *,
+    source: str,
+    prompt: str | None,
+    paraphrases: str | None,
+) -> AuditResult:
     from .report import audit
 
     return audit(
@@ -110,8 +135,9 @@ def _run_audit(args, frame, *, source, prompt, paraphrases):
         prompt=prompt,
         group_col=args.group_col,
         id_col=args.id_col,
-        representations=_split(args.representations),
-        models=_split(args.models),
+        # an empty option gives no names, which audit() refuses with a message
+        representations=_split(args.representations) or [],
+        models=_split(args.models) or [],
         cv=args.cv,
         paraphrases=paraphrases,
         random_state=args.random_state,
@@ -125,11 +151,10 @@ def _run_audit(args, frame, *, source, prompt, paraphrases):
     )
 
 
-def _write_output(args, result):
+def _write_output(args: argparse.Namespace, result: AuditResult) -> Path:
     """Write into a temporary sibling, then rename: no half report ever looks complete."""
     import shutil
     import tempfile
-    from pathlib import Path
 
     out = Path(args.out)
     if out.exists() and not args.force:
@@ -151,7 +176,7 @@ def _write_output(args, result):
     return out
 
 
-def _cmd_audit(args):
+def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
     frame = read_table(args.data, encoding=args.encoding)
@@ -182,8 +207,9 @@ def _cmd_audit(args):
     return EXIT_OK
 
 
-def _cmd_demo(args):
+def _cmd_demo(args: argparse.Namespace) -> int:
     from .datasets import load_demo_essays, load_demo_prompt
+    from .report import AuditInputError
 
     frame = load_demo_essays()
     for name, value in (
@@ -198,13 +224,16 @@ def _cmd_demo(args):
         args,
         f"auditing the embedded demo corpus ({len(frame)} essays written for this package)",
     )
-    result = _run_audit(
-        args,
-        frame,
-        source="the demo corpus",
-        prompt=load_demo_prompt(),
-        paraphrases="paraphrase",
-    )
+    try:
+        result = _run_audit(
+            args,
+            frame,
+            source="the demo corpus",
+            prompt=load_demo_prompt(),
+            paraphrases="paraphrase",
+        )
+    except AuditInputError as exc:  # a bad option (e.g. --models foo) is bad input
+        raise BadInput(f"demo: {exc}") from None
     out = _write_output(args, result)
     _log(args, f"report written to {out / 'report.html'} ({result.meta['seconds']} s)")
     if not args.quiet:
@@ -212,7 +241,7 @@ def _cmd_demo(args):
     return EXIT_OK
 
 
-def _add_run_options(p):
+def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--representations",
         default="bow,tfidf,sbert",
@@ -251,8 +280,14 @@ def _add_run_options(p):
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
 
 
-def build_parser():
-    """The argument parser of ``fairaes`` (exposed for tests and docs).
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser of ``fairaes`` (exposed for tests and docs).
+
+    Returns
+    -------
+    parser : argparse.ArgumentParser
+        The parser with the subcommands ``setup``, ``audit`` and ``demo``; each
+        subcommand stores its handler in ``func``.
 
     Examples
     --------
@@ -354,8 +389,20 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run ``fairaes`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    Parameters
+    ----------
+    argv : sequence of str, default=None
+        The command-line arguments after the program name; None reads
+        ``sys.argv[1:]``.
+
+    Returns
+    -------
+    code : int
+        The exit code: 0 ok, 2 bad input (the message names the file, row and
+        column), 1 internal error (after printing the traceback).
 
     Examples
     --------

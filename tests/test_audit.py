@@ -588,6 +588,20 @@ def test_cli_help_and_version(capsys):
     assert sf.__version__ in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    "option, match",
+    [(["--models", "foo"], "foo"), (["--perturbations", "no_such_edit"], "no_such_edit")],
+)
+def test_cli_demo_bad_option_exit_code_2(tmp_path, capsys, option, match):
+    out = tmp_path / "demo"
+    code = main(["demo", "--out", str(out), "--quiet", *option])
+    cap = capsys.readouterr()
+    assert code == 2, cap.err
+    assert "fairaes: error: demo:" in cap.err and match in cap.err
+    assert "Traceback" not in cap.err
+    assert not out.exists()
+
+
 def test_fairaes_demo_end_to_end(tmp_path, capsys, minilm):
     out = tmp_path / "demo"
     with warnings.catch_warnings():
@@ -764,3 +778,24 @@ def test_cli_perturbations_option(demo, tmp_path, capsys):
     assert code == 0
     table = (tmp_path / "out" / "tables" / "perturbation.csv").read_text()
     assert "typos" in table and "word_scramble" in table
+
+
+def test_rater_cols_as_one_comma_separated_string(demo, small_result):
+    result = sf.audit(
+        demo.iloc[:60],
+        text_col="essay",
+        score_col="score",
+        rater_cols="rater1, rater2",
+        representations=["tfidf"],
+        models=["ridge"],
+        cv=3,
+        paraphrases="paraphrase",
+        random_state=0,
+    )
+    assert result.meta["rater_cols"] == ["rater1", "rater2"]
+    row, expected = (
+        result.tables["human_agreement"].iloc[0],
+        small_result.tables["human_agreement"].iloc[0],
+    )
+    assert (row["rater1"], row["rater2"]) == ("rater1", "rater2")
+    assert row["qwk"] == expected["qwk"]

@@ -121,6 +121,22 @@ def test_prompt_similarity_bow_equals_bow_vectorizer_cosine():
     assert alone.fit_transform([essays[1]])[0, 0] == pytest.approx(got[1], abs=1e-12)
 
 
+def test_prompt_similarity_bow_under_global_pandas_output():
+    # the feature's own BowVectorizer must not follow a global pandas output
+    # setting (it once returned a DataFrame there and crashed on .toarray())
+    from sklearn import config_context
+
+    essays = [E1, "A cat that sat on a mat wrote about cats.", "Nothing alike here."]
+    feats = InterpretableFeatures(CAT_PROMPT, features=["prompt_similarity_bow"])
+    expected = feats.fit_transform(essays)[:, 0]
+    with config_context(transform_output="pandas"):
+        got = InterpretableFeatures(
+            CAT_PROMPT, features=["prompt_similarity_bow"]
+        ).fit_transform(essays)
+    assert list(got.columns) == ["prompt_similarity_bow"]
+    np.testing.assert_allclose(got["prompt_similarity_bow"].to_numpy(), expected)
+
+
 def test_empty_and_wordless_essays_give_zero_similarities():
     feats = InterpretableFeatures(
         CAT_PROMPT, features=["prompt_similarity_bow", "prompt_overlap_synonyms"]

@@ -16,10 +16,16 @@ import io
 import numbers
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.utils import Bunch
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["load_asap"]
 
@@ -42,7 +48,7 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
 _CP1252_UNDEFINED = frozenset(b"\x81\x8d\x8f\x90\x9d")
 
 
-def _decode(raw, encoding):
+def _decode(raw: bytes, encoding: str | None) -> tuple[str, str, int]:
     """Decode the file's bytes; return ``(text, encoding name, n replaced bytes)``.
 
     Detection order: UTF-8 (with or without a byte-order mark), then cp1252 (the
@@ -72,11 +78,12 @@ def _decode(raw, encoding):
     return raw.decode("latin-1"), "latin-1", 0
 
 
-def _read_table(path, text):
+def _read_table(path: Path, text: str) -> tuple[list[str], list[list[str]], list[int]]:
     """Split the text into a header and rows; rows keep their first line number."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t")
-    header = None
-    rows, lines = [], []
+    header: list[str] | None = None
+    rows: list[list[str]] = []
+    lines: list[int] = []
     start = 1
     try:
         for record in reader:
@@ -107,7 +114,14 @@ def _read_table(path, text):
     return header, rows, lines
 
 
-def _parse_numbers(path, column, values, where, *, required):
+def _parse_numbers(
+    path: Path,
+    column: str,
+    values: Sequence[str],
+    where: Sequence[str],
+    *,
+    required: bool,
+) -> NDArray[np.int64] | NDArray[np.float64]:
     """Convert one column to int64 (complete, integral) or float64 (NaN for empty).
 
     ``where[i]`` locates value ``i`` in the file, for the error message.
@@ -133,7 +147,43 @@ def _parse_numbers(path, column, values, where, *, required):
     return out
 
 
-def load_asap(path, *, prompt=7, as_frame=True, encoding=None):
+@overload
+def load_asap(
+    path: str | os.PathLike[str],
+    *,
+    prompt: int | None = ...,
+    as_frame: Literal[True] = ...,
+    encoding: str | None = ...,
+) -> pd.DataFrame: ...
+
+
+@overload
+def load_asap(
+    path: str | os.PathLike[str],
+    *,
+    prompt: int | None = ...,
+    as_frame: Literal[False],
+    encoding: str | None = ...,
+) -> Bunch: ...
+
+
+@overload
+def load_asap(
+    path: str | os.PathLike[str],
+    *,
+    prompt: int | None = ...,
+    as_frame: bool = ...,
+    encoding: str | None = ...,
+) -> pd.DataFrame | Bunch: ...
+
+
+def load_asap(
+    path: str | os.PathLike[str],
+    *,
+    prompt: int | None = 7,
+    as_frame: bool = True,
+    encoding: str | None = None,
+) -> pd.DataFrame | Bunch:
     """Load the ASAP-AES essays of one prompt with their rater and trait scores.
 
     Reads Kaggle's ``training_set_rel3.tsv``, the fold files of the Taghipour &
@@ -175,10 +225,12 @@ def load_asap(path, *, prompt=7, as_frame=True, encoding=None):
         target : ndarray of shape (n_essays,)
             The resolved score ``domain1_score``.
         essay_ids, prompts : ndarray of shape (n_essays,), dtype int
+            The essay ids and prompt numbers.
         raters : ndarray of shape (n_essays, n_raters)
             The ``rater*_domain1`` scores (float with NaN when a rater is
             missing for some essays).
         rater_names, trait_names : list of str
+            The column names of ``raters`` and ``traits``, in order.
         traits : ndarray of shape (n_essays, n_traits)
             The ``rater*_trait*`` scores kept for the prompt.
         columns : dict of str to ndarray
@@ -258,7 +310,8 @@ def load_asap(path, *, prompt=7, as_frame=True, encoding=None):
     rows = [rows[i] for i in keep]
     where = [where[i] for i in keep]
 
-    columns, dropped = {}, []
+    columns: dict[str, Any] = {}
+    dropped: list[str] = []
     for name, j in index.items():
         values = [row[j] for row in rows]
         required = name in REQUIRED_COLUMNS
@@ -299,7 +352,7 @@ def load_asap(path, *, prompt=7, as_frame=True, encoding=None):
     trait_names = [c for c in columns if _TRAIT_COLUMN.match(c)]
     n = len(rows)
 
-    def stack(names):
+    def stack(names: list[str]) -> NDArray[Any]:
         if not names:
             return np.empty((n, 0))
         return np.column_stack([columns[c] for c in names])

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 from sklearn.utils import Bunch
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["load_demo_essays", "load_demo_prompt", "load_demo_rubric"]
 
@@ -29,11 +33,11 @@ RATER_SCORE_RANGE = (0, 6)
 SCORE_RANGE = (0, 12)
 
 
-def _read_text(name):
+def _read_text(name: str) -> str:
     return (resources.files(_DATA_PACKAGE) / "data" / name).read_text(encoding="utf-8")
 
 
-def _read_records():
+def _read_records() -> list[dict[str, Any]]:
     records = []
     for lineno, line in enumerate(_read_text(_ESSAYS_FILE).splitlines(), start=1):
         if not line.strip():
@@ -49,12 +53,13 @@ def _read_records():
     return records
 
 
-def load_demo_prompt():
+def load_demo_prompt() -> str:
     """Return the prompt that the demo essays answer.
 
     Returns
     -------
     prompt : str
+        The task statement, without surrounding whitespace.
 
     See Also
     --------
@@ -69,7 +74,7 @@ def load_demo_prompt():
     return _read_text(_PROMPT_FILE).strip()
 
 
-def load_demo_rubric():
+def load_demo_rubric() -> str:
     """Return the holistic rubric of the demo corpus, as Markdown text.
 
     Each rater scores an essay from 0 to 6 with this rubric; the resolved score is
@@ -78,6 +83,7 @@ def load_demo_rubric():
     Returns
     -------
     rubric : str
+        The rubric as Markdown: one table row per score point, 0 to 6.
 
     Examples
     --------
@@ -88,7 +94,19 @@ def load_demo_rubric():
     return _read_text(_RUBRIC_FILE)
 
 
-def load_demo_essays(*, as_frame=True):
+@overload
+def load_demo_essays(*, as_frame: Literal[True] = ...) -> pd.DataFrame: ...
+
+
+@overload
+def load_demo_essays(*, as_frame: Literal[False]) -> Bunch: ...
+
+
+@overload
+def load_demo_essays(*, as_frame: bool = ...) -> pd.DataFrame | Bunch: ...
+
+
+def load_demo_essays(*, as_frame: bool = True) -> pd.DataFrame | Bunch:
     """Load the demo corpus: 180 short essays on one prompt, with paraphrases.
 
     The corpus was written for this package so that examples run offline; it is
@@ -127,8 +145,11 @@ def load_demo_essays(*, as_frame=True):
         groups : ndarray of shape (n_essays,), dtype object
             The synthetic group labels.
         essay_ids : ndarray of shape (n_essays,), dtype int
+            The essay ids.
         prompt, rubric, DESCR : str
+            The prompt, the rubric and the corpus description.
         score_range, rater_score_range : tuple of int
+            The ranges of the resolved score and of one rater's score.
 
     See Also
     --------

@@ -11,12 +11,20 @@ Breuer & Fürst 2024, Section 2).
 from __future__ import annotations
 
 import numbers
+import os
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._validation import _position_label, check_references
 from ..resources import require
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pandas import DataFrame
 
 __all__ = ["load_short_answers"]
 
@@ -26,9 +34,12 @@ SHORT_ANSWER_COLUMNS = ("question", "reference", "answer", "grade")
 _EMPTY_ANSWER_OPTIONS = ("drop", "keep", "raise")
 
 
-def _read(frame_or_path, pd):
+def _read(
+    frame_or_path: pd.DataFrame | str | os.PathLike[str], pd: ModuleType
+) -> pd.DataFrame:
     if hasattr(frame_or_path, "columns") and hasattr(frame_or_path, "iloc"):
-        return frame_or_path
+        # the parameter ``pd`` shadows the pandas alias here: name the class itself
+        return cast("DataFrame", frame_or_path)
     if not isinstance(frame_or_path, (str, Path)) and not hasattr(
         frame_or_path, "__fspath__"
     ):
@@ -56,7 +67,7 @@ def _read(frame_or_path, pd):
     )
 
 
-def _numbers(column, name, pd):
+def _numbers(column: pd.Series, name: str, pd: ModuleType) -> NDArray[np.float64]:
     """A column as float64; a cell that is not a number raises, naming its row."""
     if column.dtype.kind in "iuf":
         return column.to_numpy(dtype=np.float64)
@@ -76,9 +87,9 @@ def _numbers(column, name, pd):
     return out
 
 
-def _answers(column, answer_col):
+def _answers(column: pd.Series, answer_col: str) -> list[str]:
     """Answer texts, with None/NaN read as the empty answer."""
-    out = []
+    out: list[str] = []
     for i, value in enumerate(column.tolist()):
         if value is None or (isinstance(value, float) and np.isnan(value)):
             out.append("")
@@ -92,7 +103,7 @@ def _answers(column, answer_col):
     return out
 
 
-def _split_references(column, sep):
+def _split_references(column: pd.Series, sep: str | None) -> pd.Series | list[Any]:
     cells = column.tolist()
     if sep is None:
         return column
@@ -100,17 +111,17 @@ def _split_references(column, sep):
 
 
 def load_short_answers(
-    frame_or_path,
+    frame_or_path: pd.DataFrame | str | os.PathLike[str],
     *,
-    question_col,
-    reference_col,
-    answer_col,
-    grade_col,
-    max_grade=None,
-    min_grade=0.0,
-    reference_sep=None,
-    empty_answers="keep",
-):
+    question_col: str,
+    reference_col: str | None,
+    answer_col: str,
+    grade_col: str,
+    max_grade: float | str | None = None,
+    min_grade: float = 0.0,
+    reference_sep: str | None = None,
+    empty_answers: Literal["keep", "drop", "raise"] = "keep",
+) -> pd.DataFrame:
     """Read short answers into one tidy frame with grades scaled to [0, 1].
 
     Parameters
@@ -280,6 +291,7 @@ def load_short_answers(
     scaled = (grades - low) / (full - low)
 
     answers = _answers(frame[answer_col], answer_col)
+    references: list[list[str]]
     if reference_col is None:
         references = [[] for _ in range(len(frame))]
     else:
@@ -288,7 +300,7 @@ def load_short_answers(
             name=f"column {reference_col!r}",
             allow_missing=True,
         )
-        pooled = {}
+        pooled: dict[Any, list[str]] = {}
         for q, refs in zip(questions.tolist(), cells):
             kept = pooled.setdefault(q, [])
             kept.extend(r for r in refs if r not in kept)

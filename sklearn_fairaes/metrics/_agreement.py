@@ -24,12 +24,20 @@ from __future__ import annotations
 import numbers
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from .._validation import check_same_length, check_scores
 from ..exceptions import UndefinedMetricWarning
 from ..resources import require
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import ArrayLike, NDArray
+
+    Rounding = Literal["round", "truncate"] | None
+    SMDMethod = Literal["johnson", "pooled", "unpooled", "williamson"]
 
 __all__ = [
     "agreement_rate",
@@ -51,7 +59,13 @@ WILLIAMSON_THRESHOLDS = {"qwk": 0.70, "degradation": 0.10, "abs_smd": 0.15}
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_pair(y_true, y_pred, *, min_samples=2, names=("y_true", "y_pred")):
+def _check_pair(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    min_samples: int = 2,
+    names: tuple[str, str] = ("y_true", "y_pred"),
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Validate two score vectors describing the same essays."""
     a = check_scores(y_true, name=names[0], min_samples=min_samples)
     b = check_scores(y_pred, name=names[1], min_samples=min_samples)
@@ -59,18 +73,20 @@ def _check_pair(y_true, y_pred, *, min_samples=2, names=("y_true", "y_pred")):
     return a, b
 
 
-def _check_rounding(rounding):
+def _check_rounding(rounding: object) -> None:
     if rounding not in _ROUNDINGS:
         raise ValueError(
             f"rounding must be one of 'round', 'truncate' or None, got {rounding!r}"
         )
 
 
-def _first_bad(mask):
+def _first_bad(mask: NDArray[np.bool_]) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def _check_integer_valued(values, name, rounding):
+def _check_integer_valued(
+    values: NDArray[np.float64], name: str, rounding: Rounding
+) -> None:
     bad = values != np.rint(values)
     if bad.any():
         i = _first_bad(bad)
@@ -81,7 +97,7 @@ def _check_integer_valued(values, name, rounding):
         )
 
 
-def _check_labels(labels, rounding):
+def _check_labels(labels: ArrayLike, rounding: Rounding) -> NDArray[np.float64]:
     if rounding is None:
         raise ValueError(
             "labels is only used to round and clip predictions onto a score scale; "
@@ -93,7 +109,9 @@ def _check_labels(labels, rounding):
     return np.unique(scale)
 
 
-def _check_on_scale(values, scale, name, hint):
+def _check_on_scale(
+    values: NDArray[np.float64], scale: NDArray[np.float64], name: str, hint: str
+) -> NDArray[np.float64]:
     pos = np.searchsorted(scale, values)
     found = scale[np.minimum(pos, scale.shape[0] - 1)] == values
     if not found.all():
@@ -105,13 +123,18 @@ def _check_on_scale(values, scale, name, hint):
     return pos.astype(np.float64)
 
 
-def _describe_scale(scale):
+def _describe_scale(scale: NDArray[np.float64]) -> str:
     if scale.shape[0] > 8:
         return f"[{scale[0]:g}, {scale[1]:g}, ..., {scale[-1]:g}]"
     return "[" + ", ".join(f"{v:g}" for v in scale) + "]"
 
 
-def _score_points(y_true, y_pred, labels, rounding):
+def _score_points(
+    y_true: NDArray[np.float64],
+    y_pred: NDArray[np.float64],
+    labels: ArrayLike | None,
+    rounding: Rounding,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Map both score vectors to positions on the score scale.
 
     Returns two float arrays of positions (0 = lowest score point), so that a
@@ -146,16 +169,22 @@ def _score_points(y_true, y_pred, labels, rounding):
     return pos_true, pos_pred
 
 
-def _check_replace_undefined_by(value):
+def _check_replace_undefined_by(value: object) -> float:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        if np.isnan(value) or -1.0 <= value <= 1.0:
-            return float(value)
+        number = float(value)
+        if np.isnan(number) or -1.0 <= number <= 1.0:
+            return number
     raise ValueError(
         f"replace_undefined_by must be np.nan or a number in [-1, 1], got {value!r}"
     )
 
 
-def _kappa(a, b, replace_undefined_by, context):
+def _kappa(
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    replace_undefined_by: float,
+    context: str,
+) -> float:
     """Quadratic kappa of two vectors: 2 Cov / (Var a + Var b + (mean diff)^2).
 
     Population moments (ddof=0), so that on score points it equals Cohen's
@@ -186,7 +215,14 @@ def _kappa(a, b, replace_undefined_by, context):
 # --------------------------------------------------------------------------- QWK
 
 
-def qwk(y_true, y_pred, *, labels=None, rounding="round", replace_undefined_by=np.nan):
+def qwk(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    labels: ArrayLike | None = None,
+    rounding: Rounding = "round",
+    replace_undefined_by: float = np.nan,
+) -> float:
     """Quadratic weighted kappa between human and machine scores.
 
     The agreement measure of the paper (Section 4.3) and of Williamson et al.
@@ -288,7 +324,7 @@ def qwk(y_true, y_pred, *, labels=None, rounding="round", replace_undefined_by=n
     return _kappa(pos_true, pos_pred, replace_undefined_by, "y_true and the rounded y_pred")
 
 
-def mean_qwk(kappas, weights=None):
+def mean_qwk(kappas: ArrayLike, weights: ArrayLike | None = None) -> float:
     """Average QWKs across prompts with Fisher's z transformation.
 
     As the ASAP competition (Kaggle, 2012) did: each kappa is clipped to
@@ -339,8 +375,15 @@ def mean_qwk(kappas, weights=None):
 
 
 def qwk_degradation(
-    y_true, y_pred, *, rater1, rater2, labels=None, rater_labels=None, rounding="round"
-):
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    rater1: ArrayLike,
+    rater2: ArrayLike,
+    labels: ArrayLike | None = None,
+    rater_labels: ArrayLike | None = None,
+    rounding: Rounding = "round",
+) -> float:
     """Degradation of machine-human QWK from the human-human QWK.
 
     ``qwk(rater1, rater2) - qwk(y_true, y_pred)``: positive when the machine
@@ -388,7 +431,9 @@ def qwk_degradation(
     return human_human - qwk(a, b, labels=labels, rounding=rounding)
 
 
-def _human_human_qwk(rater1, rater2, rater_labels, rounding):
+def _human_human_qwk(
+    rater1: ArrayLike, rater2: ArrayLike, rater_labels: ArrayLike | None, rounding: Rounding
+) -> float:
     r1, r2 = _check_pair(rater1, rater2, names=("rater1", "rater2"))
     if rounding == "round":
         _check_integer_valued(r1, "rater1", rounding)
@@ -399,7 +444,14 @@ def _human_human_qwk(rater1, rater2, rater_labels, rounding):
     return qwk(r1, r2, labels=rater_labels, rounding=rounding)
 
 
-def agreement_rate(y_true, y_pred, *, tolerance=0, labels=None, rounding="round"):
+def agreement_rate(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    tolerance: float = 0,
+    labels: ArrayLike | None = None,
+    rounding: Rounding = "round",
+) -> float:
     """Fraction of essays whose machine score is within ``tolerance`` of the human's.
 
     ``tolerance=0`` gives exact agreement and ``tolerance=1`` adjacent
@@ -445,7 +497,7 @@ def agreement_rate(y_true, y_pred, *, tolerance=0, labels=None, rounding="round"
     return float(np.mean(np.abs(a - b) <= tolerance))
 
 
-def _pearson_r(a, b, context):
+def _pearson_r(a: NDArray[np.float64], b: NDArray[np.float64], context: str) -> float:
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         warnings.warn(
             f"Pearson's r is undefined for {context}: one score vector is constant; "
@@ -461,7 +513,7 @@ def _pearson_r(a, b, context):
 # --------------------------------------------------------------------------- SMD
 
 
-def _check_ddof(ddof, n):
+def _check_ddof(ddof: int, n: int) -> None:
     if not isinstance(ddof, numbers.Integral) or isinstance(ddof, bool) or ddof < 0:
         raise ValueError(f"ddof must be a non-negative integer, got {ddof!r}")
     if n <= ddof:
@@ -471,32 +523,34 @@ def _check_ddof(ddof, n):
         )
 
 
-def _check_population_value(value, name, *, positive=False):
+def _check_population_value(
+    value: object, name: str, *, positive: bool = False
+) -> float | None:
     if value is None:
         return None
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value) or (positive and value < 0):
+    number = float(value)
+    if not np.isfinite(number) or (positive and number < 0):
         expected = "a finite number >= 0" if positive else "a finite number"
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
-    return value
+        raise ValueError(f"{name} must be {expected}, got {number!r}")
+    return number
 
 
-def _undefined_nan(message):
+def _undefined_nan(message: str) -> float:
     warnings.warn(message + "; returning NaN", UndefinedMetricWarning, stacklevel=3)
     return float("nan")
 
 
 def standardized_mean_difference(
-    y_true,
-    y_pred,
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
     *,
-    method="pooled",
-    ddof=1,
-    population_y_true_observed_sd=None,
-    population_y_pred_sd=None,
-):
+    method: SMDMethod = "pooled",
+    ddof: int = 1,
+    population_y_true_observed_sd: float | None = None,
+    population_y_pred_sd: float | None = None,
+) -> float:
     """Standardized mean difference between machine and human scores.
 
     ``(mean(y_pred) - mean(y_true)) / denominator``, signed (machine minus
@@ -577,6 +631,7 @@ def standardized_mean_difference(
                 f"method='williamson' (both SDs) or method='johnson' (the human SD)"
             )
     numerator = b.mean() - a.mean()
+    denominator: float | np.floating[Any]
     if method == "unpooled":
         if np.ptp(a) == 0:
             return _undefined_nan("SMD (unpooled) is undefined: y_true is constant")
@@ -592,26 +647,29 @@ def standardized_mean_difference(
             return _undefined_nan(
                 "SMD (johnson) is undefined: population_y_true_observed_sd is 0"
             )
-        denominator = sd_true
+        # johnson needs population_y_true_observed_sd: checked above
+        denominator = cast(float, sd_true)
     else:
         if sd_true == 0 and sd_pred == 0:
             return _undefined_nan(
                 "SMD (williamson) is undefined: both population SDs are 0"
             )
-        denominator = np.sqrt((sd_true**2 + sd_pred**2) / 2)
+        # williamson needs both population SDs: checked above
+        sd_t, sd_p = cast(float, sd_true), cast(float, sd_pred)
+        denominator = np.sqrt((sd_t**2 + sd_p**2) / 2)
     return float(numerator / denominator)
 
 
 def difference_of_standardized_means(
-    y_true,
-    y_pred,
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
     *,
-    population_y_true_observed_mn=None,
-    population_y_pred_mn=None,
-    population_y_true_observed_sd=None,
-    population_y_pred_sd=None,
-    ddof=1,
-):
+    population_y_true_observed_mn: float | None = None,
+    population_y_pred_mn: float | None = None,
+    population_y_true_observed_sd: float | None = None,
+    population_y_pred_sd: float | None = None,
+    ddof: int = 1,
+) -> float:
     """Difference of standardized means (DSM) of a subgroup, as RSMTool defines it.
 
     Both score vectors are turned into z-scores with the population mean and
@@ -626,12 +684,20 @@ def difference_of_standardized_means(
         Human scores of the subgroup.
     y_pred : array-like of shape (n_samples,)
         Machine scores of the subgroup.
-    population_y_true_observed_mn, population_y_true_observed_sd : float, default=None
-        Population mean and SD of the human scores; give both or neither.
-        When neither, they are computed from ``y_true`` itself.
-    population_y_pred_mn, population_y_pred_sd : float, default=None
-        Population mean and SD of the machine scores; give both or neither.
-        When neither, they are computed from ``y_pred`` itself.
+    population_y_true_observed_mn : float, default=None
+        Population mean of the human scores; give it with
+        ``population_y_true_observed_sd``, or neither: both are then computed
+        from ``y_true`` itself.
+    population_y_pred_mn : float, default=None
+        Population mean of the machine scores; give it with
+        ``population_y_pred_sd``, or neither: both are then computed from
+        ``y_pred`` itself.
+    population_y_true_observed_sd : float, default=None
+        Population SD of the human scores; give it with
+        ``population_y_true_observed_mn``, or neither.
+    population_y_pred_sd : float, default=None
+        Population SD of the machine scores; give it with
+        ``population_y_pred_mn``, or neither.
     ddof : int, default=1
         Delta degrees of freedom of the SDs computed from the data.
 
@@ -654,14 +720,17 @@ def difference_of_standardized_means(
     """
     a, b = _check_pair(y_true, y_pred)
     _check_ddof(ddof, a.shape[0])
-    mn_true = _check_population_value(
+    # numpy scalars once computed from the data below
+    mn_true: float | np.floating[Any] | None = _check_population_value(
         population_y_true_observed_mn, "population_y_true_observed_mn"
     )
-    sd_true = _check_population_value(
+    sd_true: float | np.floating[Any] | None = _check_population_value(
         population_y_true_observed_sd, "population_y_true_observed_sd", positive=True
     )
-    mn_pred = _check_population_value(population_y_pred_mn, "population_y_pred_mn")
-    sd_pred = _check_population_value(
+    mn_pred: float | np.floating[Any] | None = _check_population_value(
+        population_y_pred_mn, "population_y_pred_mn"
+    )
+    sd_pred: float | np.floating[Any] | None = _check_population_value(
         population_y_pred_sd, "population_y_pred_sd", positive=True
     )
     for kind, mn, sd in (
@@ -680,9 +749,10 @@ def difference_of_standardized_means(
             UndefinedMetricWarning,
             stacklevel=2,
         )
-    if mn_true is None:
+    # a mean is given exactly when its SD is (checked above)
+    if mn_true is None or sd_true is None:
         mn_true, sd_true = a.mean(), (0.0 if np.ptp(a) == 0 else np.std(a, ddof=ddof))
-    if mn_pred is None:
+    if mn_pred is None or sd_pred is None:
         mn_pred, sd_pred = b.mean(), (0.0 if np.ptp(b) == 0 else np.std(b, ddof=ddof))
     if sd_true == 0 or sd_pred == 0:
         return _undefined_nan("DSM is undefined: a standard deviation is 0")
@@ -692,7 +762,7 @@ def difference_of_standardized_means(
 # --------------------------------------------------------------------------- report
 
 
-def _models(y_pred):
+def _models(y_pred: Any) -> list[tuple[str, str, ArrayLike]]:
     """(row name, argument name for messages, predictions) of each model."""
     if isinstance(y_pred, Mapping) or (
         hasattr(y_pred, "columns") and hasattr(y_pred, "items")
@@ -704,7 +774,9 @@ def _models(y_pred):
     return [("y_pred", "y_pred", y_pred)]
 
 
-def _check_thresholds(thresholds, defaults=None):
+def _check_thresholds(
+    thresholds: Mapping[str, float] | None, defaults: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """``defaults`` (Williamson et al.'s when None) updated with the user's ``thresholds``."""
     merged = dict(WILLIAMSON_THRESHOLDS if defaults is None else defaults)
     if thresholds is None:
@@ -720,18 +792,18 @@ def _check_thresholds(thresholds, defaults=None):
 
 
 def agreement_report(
-    y_true,
-    y_pred,
+    y_true: ArrayLike,
+    y_pred: ArrayLike | Mapping[str, ArrayLike] | pd.DataFrame,
     *,
-    rater1=None,
-    rater2=None,
-    labels=None,
-    rater_labels=None,
-    rounding="round",
-    smd_method="pooled",
-    smd_ddof=1,
-    thresholds=None,
-):
+    rater1: ArrayLike | None = None,
+    rater2: ArrayLike | None = None,
+    labels: ArrayLike | None = None,
+    rater_labels: ArrayLike | None = None,
+    rounding: Rounding = "round",
+    smd_method: SMDMethod = "pooled",
+    smd_ddof: int = 1,
+    thresholds: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
     """Agreement of one or more models with human scores, as a tidy table.
 
     One row per model with the paper's Table 2 criteria (Section 4.3) and the
@@ -804,7 +876,7 @@ def agreement_report(
     models = _models(y_pred)
     human = check_scores(y_true, name="y_true", min_samples=2)
     with_raters = rater1 is not None
-    if with_raters:
+    if rater1 is not None and rater2 is not None:  # both or neither: checked above
         r1, r2 = _check_pair(rater1, rater2, names=("rater1", "rater2"))
         check_same_length(y_true=human, rater1=r1)
         human_human = _human_human_qwk(r1, r2, rater_labels, rounding)

@@ -8,10 +8,14 @@ Conventions as in :mod:`sklearn_fairaes.metrics._agreement`: the form
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._validation import check_same_length, check_scores
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["weighted_rmse"]
 
@@ -21,7 +25,7 @@ __all__ = ["weighted_rmse"]
 _EDGE_TOLERANCE = 1e-9
 
 
-def _check_unit_interval(values, name, hint):
+def _check_unit_interval(values: NDArray[np.float64], name: str, hint: str) -> None:
     bad = (values < 0) | (values > 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -31,7 +35,7 @@ def _check_unit_interval(values, name, hint):
         )
 
 
-def _check_sources(source, n):
+def _check_sources(source: Any, n: int) -> list[Any]:
     if isinstance(source, (str, bytes)):
         raise TypeError(
             "source must hold one data-source label per answer, got a single string"
@@ -56,7 +60,7 @@ def _check_sources(source, n):
     return labels
 
 
-def _bin_weights(y_true, n_bins):
+def _bin_weights(y_true: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
     """Weight of each answer: 1 / (non-empty ranges * answers in its range)."""
     bins = np.floor(y_true * n_bins + _EDGE_TOLERANCE).astype(np.intp)
     bins = np.minimum(bins, n_bins - 1)  # a grade of 1.0 belongs to the last range
@@ -65,7 +69,9 @@ def _bin_weights(y_true, n_bins):
     return 1.0 / (n_filled * counts[bins])
 
 
-def _weighted_rmse(y_true, y_pred, n_bins):
+def _weighted_rmse(
+    y_true: NDArray[np.float64], y_pred: NDArray[np.float64], n_bins: int
+) -> float:
     weights = _bin_weights(y_true, n_bins)
     errors = np.abs(y_true - y_pred)
     largest = errors.max()
@@ -75,7 +81,14 @@ def _weighted_rmse(y_true, y_pred, n_bins):
     return float(largest * np.sqrt(np.sum(weights * (errors / largest) ** 2)))
 
 
-def weighted_rmse(y_true, y_pred, *, n_bins=10, source=None, return_per_source=False):
+def weighted_rmse(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    n_bins: int = 10,
+    source: ArrayLike | None = None,
+    return_per_source: bool = False,
+) -> float | tuple[float, dict[Any, float]]:
     """Weighted RMSE of grades in [0, 1] (ASAG2024's wRMSE).
 
     The grade scale [0, 1] is cut into ``n_bins`` ranges of equal width by the
@@ -162,12 +175,12 @@ def weighted_rmse(y_true, y_pred, *, n_bins=10, source=None, return_per_source=F
     if source is None:
         return _weighted_rmse(a, b, n_bins)
     labels = _check_sources(source, a.shape[0])
-    groups = {}
+    groups: dict[Any, list[int]] = {}
     for i, label in enumerate(labels):
         groups.setdefault(label, []).append(i)
-    per_source = {}
-    for label, rows in groups.items():
-        rows = np.asarray(rows)
+    per_source: dict[Any, float] = {}
+    for label, positions in groups.items():
+        rows = np.asarray(positions)
         per_source[label] = _weighted_rmse(a[rows], b[rows], n_bins)
     mean = float(np.mean(list(per_source.values())))
     if return_per_source:

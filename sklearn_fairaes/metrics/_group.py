@@ -35,6 +35,7 @@ Conventions of this module
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from sklearn.utils import Bunch
@@ -63,6 +64,22 @@ from ._individual import (
 )
 from ._pairwise import PairwiseEngine, TableResult, check_option, check_real
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import pandas as pd
+    import scipy.sparse as sp
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._individual import Scaling, ScreenedCounts
+    from ._pairwise import Metric, PairBlock
+
+    #: Counts of the Lipschitz pairs: per group within groups (satisfied,
+    #: evaluated), then across groups (satisfied, evaluated).
+    GroupCounts = tuple[NDArray[np.int64], NDArray[np.int64], int, int]
+    #: Per group, the pairs that satisfy the inequality and the pairs evaluated.
+    PerGroup = tuple[NDArray[np.int64], NDArray[np.int64]]
+
 __all__ = ["fairness_analyses", "group_agreement_report", "group_lipschitz_fraction"]
 
 #: Default flag thresholds of the group table: the QWK and \|SMD\| limits of
@@ -77,12 +94,14 @@ _ANALYSES = (
 )
 
 
-def _label(value):
+def _label(value: Any) -> Any:
     """A group label as a plain Python value (for messages and tables)."""
     return value.item() if hasattr(value, "item") else value
 
 
-def _warn_small_groups(names, counts, consequence):
+def _warn_small_groups(
+    names: NDArray[Any], counts: NDArray[np.integer[Any]], consequence: str
+) -> None:
     small = [repr(_label(v)) for v, c in zip(names, counts) if c < 2]
     if small:
         warnings.warn(
@@ -93,7 +112,9 @@ def _warn_small_groups(names, counts, consequence):
         )
 
 
-def _check_scores_pair(y_true, y_pred):
+def _check_scores_pair(
+    y_true: ArrayLike, y_pred: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     a = check_scores(y_true, name="y_true", min_samples=2)
     b = check_scores(y_pred, name="y_pred", min_samples=2)
     check_same_length(y_true=a, y_pred=b)
@@ -103,9 +124,18 @@ def _check_scores_pair(y_true, y_pred):
 # --------------------------------------------------------------------------- table
 
 
-def _agreement_row(human, machine, population, *, labels, rounding, smd_method, smd_ddof):
+def _agreement_row(
+    human: NDArray[np.float64],
+    machine: NDArray[np.float64],
+    population: Mapping[str, float],
+    *,
+    labels: ArrayLike | None,
+    rounding: Literal["round", "truncate"] | None,
+    smd_method: Literal["johnson", "pooled", "unpooled", "williamson"],
+    smd_ddof: int,
+) -> dict[str, float]:
     """One row of :func:`group_agreement_report` (scores of at least 2 essays)."""
-    smd_population = {}
+    smd_population: dict[str, float] = {}
     if smd_method in ("johnson", "williamson"):
         smd_population["population_y_true_observed_sd"] = population["smd_true_sd"]
     if smd_method == "williamson":
@@ -129,17 +159,17 @@ def _agreement_row(human, machine, population, *, labels, rounding, smd_method, 
 
 
 def group_agreement_report(
-    y_true,
-    y_pred,
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
     *,
-    groups,
-    labels=None,
-    rounding="round",
-    smd_method="pooled",
-    smd_ddof=1,
-    thresholds=None,
-    include_all=True,
-):
+    groups: ArrayLike,
+    labels: ArrayLike | None = None,
+    rounding: Literal["round", "truncate"] | None = "round",
+    smd_method: Literal["johnson", "pooled", "unpooled", "williamson"] = "pooled",
+    smd_ddof: int = 1,
+    thresholds: Mapping[str, float] | None = None,
+    include_all: bool = True,
+) -> pd.DataFrame:
     """Agreement of machine with human scores in each group, as a tidy table.
 
     The subgroup table of RSMTool's evaluation report: per group the number of
@@ -252,18 +282,28 @@ def group_agreement_report(
         population["smd_true_sd"] = float(np.std(human, ddof=smd_ddof))
         population["smd_pred_sd"] = float(np.std(machine, ddof=smd_ddof))
     _warn_small_groups(names, counts, "their SDs, QWK, SMD and DSM are NaN")
-    options = dict(labels=labels, rounding=rounding, smd_method=smd_method,
-                   smd_ddof=smd_ddof)  # fmt: skip
-    parts = [(_label(v), codes == k) for k, v in enumerate(names)]
+    parts: list[tuple[Any, NDArray[np.bool_] | slice]] = [
+        (_label(v), codes == k) for k, v in enumerate(names)
+    ]
     if include_all:
         parts.append(("all", slice(None)))
-    rows = {}
+    rows: dict[Any, dict[str, float]] = {}
     for label, keep in parts:
         h, m = human[keep], machine[keep]
-        row = {"n": int(h.shape[0]), "human_mean": float(h.mean()),
-               "machine_mean": float(m.mean())}  # fmt: skip
+        row: dict[str, float] = {"n": int(h.shape[0]), "human_mean": float(h.mean()),
+                                 "machine_mean": float(m.mean())}  # fmt: skip
         if h.shape[0] >= 2:
-            row.update(_agreement_row(h, m, population, **options))
+            row.update(
+                _agreement_row(
+                    h,
+                    m,
+                    population,
+                    labels=labels,
+                    rounding=rounding,
+                    smd_method=smd_method,
+                    smd_ddof=smd_ddof,
+                )
+            )
         else:
             row.update(dict.fromkeys(("human_sd", "machine_sd", "qwk", "smd", "dsm"),
                                      float("nan")))  # fmt: skip
@@ -281,7 +321,9 @@ def group_agreement_report(
 # --------------------------------------------------------------------------- OLS
 
 
-def _rsmtool_order(values, first=None):
+def _rsmtool_order(
+    values: NDArray[Any], first: int | None = None
+) -> tuple[NDArray[Any], NDArray[np.intp], list[int]]:
     """Distinct values by decreasing count, ties by increasing value; ``first`` first.
 
     RSMTool's ``convert_to_ordered_category``: the first level is the
@@ -295,12 +337,12 @@ def _rsmtool_order(values, first=None):
     return names, inverse, order
 
 
-def _dummies(inverse, order):
+def _dummies(inverse: NDArray[np.intp], order: Sequence[int]) -> NDArray[np.float64]:
     """Treatment-coded indicator columns of every level but the reference."""
     return np.stack([inverse == k for k in order[1:]], axis=1).astype(np.float64)
 
 
-def _ols(y, X, level):
+def _ols(y: NDArray[np.float64], X: NDArray[np.float64], level: float) -> Bunch:
     """Ordinary least squares as statsmodels' OLS(...).fit() computes it.
 
     Parameters are ``pinv(X) @ y`` (the minimum-norm solution when ``X`` is
@@ -375,7 +417,14 @@ class FairnessAnalyses(Bunch):
     """
 
 
-def fairness_analyses(y_true, y_pred, *, groups, base_group=None, confidence_level=0.95):
+def fairness_analyses(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    groups: ArrayLike,
+    base_group: object = None,
+    confidence_level: float = 0.95,
+) -> FairnessAnalyses:
     """OSA, OSD and CSD of Loukina et al. (2019), as RSMTool computes them.
 
     How much of the machine's error is explained by group membership, each
@@ -415,7 +464,8 @@ def fairness_analyses(y_true, y_pred, *, groups, base_group=None, confidence_lev
     result : FairnessAnalyses
         Dict-like with:
 
-        ``summary`` : pandas.DataFrame indexed by ``metric`` (``"osa"``,
+        ``summary``
+            pandas.DataFrame indexed by ``metric`` (``"osa"``,
             ``"osd"``, ``"csd"``), columns ``name`` (the long name),
             ``r2`` (R² of the fit; for CSD the increase in R² over the fit on
             the human score alone), ``r2_adjusted`` (adjusted R², or its
@@ -423,7 +473,9 @@ def fairness_analyses(y_true, y_pred, *, groups, base_group=None, confidence_lev
             and ``df_denom`` (the F test that every group coefficient is 0;
             for CSD the nested-model F test), ``p_value`` (its p-value:
             RSMTool's ``sig``) and ``base_group``.
-        ``coefficients`` : pandas.DataFrame, one row per metric and group
+
+        ``coefficients``
+            pandas.DataFrame, one row per metric and group
             (the reference group first, then by decreasing size, as RSMTool),
             columns ``metric``, ``group``, ``term`` (``"intercept"`` for the
             reference group's row, ``"difference"`` for the others),
@@ -432,7 +484,9 @@ def fairness_analyses(y_true, y_pred, *, groups, base_group=None, confidence_lev
             reference group's mean squared or signed error and a difference
             row is that group's mean minus it; for CSD both are taken at the
             reference level of the human score (its most frequent value).
-        ``base_group`` : the reference group's label.
+
+        ``base_group``
+            The reference group's label.
 
     Raises
     ------
@@ -576,7 +630,7 @@ def fairness_analyses(y_true, y_pred, *, groups, base_group=None, confidence_lev
     return FairnessAnalyses(summary=summary, coefficients=coefficients, base_group=base)
 
 
-def _summary_row(fit):
+def _summary_row(fit: Bunch) -> dict[str, float]:
     return {
         "r2": float(fit.r2),
         "r2_adjusted": float(fit.r2_adjusted),
@@ -587,7 +641,7 @@ def _summary_row(fit):
     }
 
 
-def _warn_undefined_fits(fits, null, n_group, n):
+def _warn_undefined_fits(fits: dict[str, Bunch], null: Bunch, n_group: int, n: int) -> None:
     problems = []
     if fits["osa"].constant:
         problems.append(
@@ -632,14 +686,22 @@ class _GroupLipschitzCounter:
     step, so every pair is decided as :func:`lipschitz_fraction` decides it.
     """
 
-    def __init__(self, y, d_scaling, o_scaling, lipschitz_constant, codes, n_groups):
+    def __init__(
+        self,
+        y: NDArray[np.float64],
+        d_scaling: Scaling,
+        o_scaling: Scaling,
+        lipschitz_constant: float,
+        codes: NDArray[np.intp],
+        n_groups: int,
+    ) -> None:
         self.y = y
         self.d_scaling, self.o_scaling = d_scaling, o_scaling
         self.lipschitz_constant = lipschitz_constant
         self.codes, self.n_groups = codes, n_groups
 
-    def map(self, block):
-        d = _normalise(block.distances, self.d_scaling)
+    def map(self, block: PairBlock) -> PerGroup:
+        d = _normalise(block.checked_distances(), self.d_scaling)
         if self.lipschitz_constant != 1.0:
             np.multiply(d, self.lipschitz_constant, out=d)
         o = block.outcome_differences(self.y)
@@ -653,15 +715,17 @@ class _GroupLipschitzCounter:
         rows = self.codes[block.rows]
         return self._by_group(rows, hit), self._by_group(rows, valid)
 
-    def _by_group(self, rows, flags):
+    def _by_group(
+        self, rows: NDArray[np.intp], flags: NDArray[np.bool_]
+    ) -> NDArray[np.int64]:
         counts = np.bincount(rows, weights=np.count_nonzero(flags, axis=1),
                              minlength=self.n_groups)  # fmt: skip
         return counts.astype(np.int64)
 
-    def combine(self, a, b):
+    def combine(self, a: PerGroup, b: PerGroup) -> PerGroup:
         return a[0] + b[0], a[1] + b[1]
 
-    def empty(self):
+    def empty(self) -> PerGroup:
         zero = np.zeros(self.n_groups, dtype=np.int64)
         return zero, zero.copy()
 
@@ -669,11 +733,20 @@ class _GroupLipschitzCounter:
 class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
     """Float32 screening of :class:`._individual._ScreenedLipschitzCounter`, per group."""
 
-    def __init__(self, y, a, b, c, margin, codes, n_groups):
+    def __init__(
+        self,
+        y: NDArray[np.float64],
+        a: float,
+        b: float,
+        c: float,
+        margin: float,
+        codes: NDArray[np.intp],
+        n_groups: int,
+    ) -> None:
         super().__init__(y, a, b, c, margin)
         self.codes, self.n_groups = codes, n_groups
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> ScreenedCounts:
         T = self.statistic(block)
         valid = block.mask
         if valid is None:  # pragma: no cover - a within-group engine always masks
@@ -688,13 +761,22 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
 
     # combine() is the parent's: its sums work on the per-group count arrays too
 
-    def empty(self):
+    def empty(self) -> ScreenedCounts:
         e = np.empty(0, dtype=np.int64)
         zero = np.zeros(self.n_groups, dtype=np.int64)
         return zero, zero.copy(), e, e, False
 
 
-def _screened_group_counts(engines, y, codes, n_groups, d_scaling, o_scaling, L, o_max):
+def _screened_group_counts(
+    engines: tuple[PairwiseEngine, PairwiseEngine, PairwiseEngine],
+    y: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n_groups: int,
+    d_scaling: Scaling,
+    o_scaling: Scaling,
+    L: float,
+    o_max: float,
+) -> GroupCounts | None:
     """Within-group (per group) and cross-group counts through float32 screening.
 
     None when :func:`lipschitz_fraction` would give up screening: its one pass
@@ -728,7 +810,15 @@ def _screened_group_counts(engines, y, codes, n_groups, d_scaling, o_scaling, L,
     return w_hits, w_pairs, b_hits, b_pairs
 
 
-def _plain_group_counts(engines, y, codes, n_groups, d_scaling, o_scaling, L):
+def _plain_group_counts(
+    engines: tuple[PairwiseEngine, PairwiseEngine, PairwiseEngine],
+    y: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n_groups: int,
+    d_scaling: Scaling,
+    o_scaling: Scaling,
+    L: float,
+) -> GroupCounts:
     _, within, between = engines
     w_hits, w_pairs = within.map_reduce(
         _GroupLipschitzCounter(y, d_scaling, o_scaling, L, codes, n_groups)
@@ -764,7 +854,7 @@ class GroupLipschitzFraction(TableResult):
     b             2        1            0       0.0
     """
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The per-group table as a :class:`pandas.DataFrame` (needs pandas).
 
         Indexed by ``group``; columns ``n_essays``, ``n_pairs``,
@@ -783,21 +873,21 @@ class GroupLipschitzFraction(TableResult):
         return frame
 
 
-def _fraction(hits, pairs):
+def _fraction(hits: int, pairs: int) -> float:
     return float(hits / pairs) if pairs else float("nan")
 
 
 def group_lipschitz_fraction(
-    X,
-    y_pred,
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    y_pred: ArrayLike,
     *,
-    groups,
-    metric="cosine",
-    normalize="minmax",
-    lipschitz_constant=1.0,
-    n_jobs=None,
-    block_size=None,
-):
+    groups: ArrayLike,
+    metric: Metric = "cosine",
+    normalize: Literal["minmax", "max"] | None = "minmax",
+    lipschitz_constant: float = 1.0,
+    n_jobs: int | None = None,
+    block_size: int | None = None,
+) -> GroupLipschitzFraction:
     """Lipschitz fraction among pairs of essays within groups and across groups.
 
     The individual fairness of the paper (§5.3.2, Table 3; see
@@ -886,28 +976,41 @@ def group_lipschitz_fraction(
     names, codes, sizes = np.unique(labels, return_inverse=True, return_counts=True)
     n_groups = names.shape[0]
     codes = codes.astype(np.intp)
-    options = dict(metric=metric, block_size=block_size, n_jobs=n_jobs, groups=codes)
     engines = (
         engine,
-        PairwiseEngine(X, pairs="within", **options),
-        PairwiseEngine(X, pairs="between", **options),
+        PairwiseEngine(
+            X,
+            pairs="within",
+            metric=metric,
+            block_size=block_size,
+            n_jobs=n_jobs,
+            groups=codes,
+        ),
+        PairwiseEngine(
+            X,
+            pairs="between",
+            metric=metric,
+            block_size=block_size,
+            n_jobs=n_jobs,
+            groups=codes,
+        ),
     )
     o_range = _outcome_range(y)
-    counted = None
-    d_range = None
+    counted: GroupCounts | None = None
+    d_range: tuple[float, float] | None = None
     # The same two paths, in the same order, as lipschitz_fraction: a float32
     # screening when the engine allows it, else (or when screening gives up)
     # exact float64 blocks for both the range and the counts.
     for screened in (True, False) if engine.screenable else (False,):
         d_range = None
         if normalize is not None:
-            d_range = engine.distance_range(screened=screened)
+            found = engine.distance_range(screened=screened)
             # The counts run on the filtered engines, which make their own
             # blocks: free the ones this engine kept for its range pass.
             engine._cache = engine._screen_cache = None
-            if d_range is None:
+            if found is None:
                 continue
-            d_range = d_range[:2]
+            d_range = found[:2]
         d_scaling = _scaling(*(d_range or (0.0, 0.0)), normalize, "distance")
         o_scaling = _scaling(*o_range, normalize, "score difference")
         if screened:
@@ -920,7 +1023,8 @@ def group_lipschitz_fraction(
             )
         if counted is not None:
             break
-    w_hits, w_pairs, b_hits, b_pairs = counted
+    # the last pass is in float64, which always counts
+    w_hits, w_pairs, b_hits, b_pairs = cast("GroupCounts", counted)
     n_within, n_cross = int(w_pairs.sum()), int(b_pairs)
     hits_within, hits_cross = int(w_hits.sum()), int(b_hits)
     if n_groups == 1:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from sklearn.utils import Bunch
@@ -43,6 +44,21 @@ from ._pairwise import (
     stable_argsort,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import scipy.sparse as sp
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._pairwise import Metric, PairBlock, Pairs
+
+    #: ``(shift, divisor)`` of a normalisation, or None to map every value to 0.
+    Scaling = tuple[float, float] | None
+    #: Partial result of the screened Lipschitz counters: the pairs decided to
+    #: satisfy the inequality, the pairs evaluated (ints overall, per-group
+    #: arrays in :mod:`._group`), the undecided pairs ``(i, j)`` and whether
+    #: there were too many of those to keep.
+    ScreenedCounts = tuple[Any, Any, NDArray[np.int64], NDArray[np.int64], bool]
+
 __all__ = [
     "extreme_pairs",
     "feature_difference_profile",
@@ -54,11 +70,13 @@ __all__ = [
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
-def _scores(y_pred, engine, name="y_pred"):
+def _scores(
+    y_pred: ArrayLike, engine: PairwiseEngine, name: str = "y_pred"
+) -> NDArray[np.float64]:
     return check_scores(y_pred, name=name, n_samples=engine.n_samples, min_samples=2)
 
 
-def _outcome_range(y):
+def _outcome_range(y: NDArray[np.float64]) -> tuple[float, float]:
     """Smallest and largest ``|y_i - y_j|`` over all pairs, in O(N log N).
 
     Exact in floating point: rounding is monotone, so the smallest computed
@@ -69,7 +87,7 @@ def _outcome_range(y):
     return float(np.min(s[1:] - s[:-1])), float(s[-1] - s[0])
 
 
-def _scaling(vmin, vmax, normalize, what):
+def _scaling(vmin: float, vmax: float, normalize: str | None, what: str) -> Scaling:
     """``(shift, divisor)`` of the normalisation, or None to map all values to 0.
 
     A quantity that is 0 for every pair stays 0. One that is constant but not 0
@@ -91,7 +109,9 @@ def _scaling(vmin, vmax, normalize, what):
     return None
 
 
-def _normalise(values, scaling, out=None):
+def _normalise(
+    values: NDArray[np.float64], scaling: Scaling, out: NDArray[np.float64] | None = None
+) -> NDArray[np.float64]:
     """``(values - shift) / divisor`` in the order of operations of the paper."""
     if scaling is None:
         if out is None:
@@ -108,13 +128,19 @@ def _normalise(values, scaling, out=None):
 class _LipschitzCounter:
     """Count pairs with ``norm(|y_i - y_j|) <= L * norm(d_ij)`` in each block."""
 
-    def __init__(self, y, d_scaling, o_scaling, lipschitz_constant):
+    def __init__(
+        self,
+        y: NDArray[np.float64],
+        d_scaling: Scaling,
+        o_scaling: Scaling,
+        lipschitz_constant: float,
+    ) -> None:
         self.y = y
         self.d_scaling, self.o_scaling = d_scaling, o_scaling
         self.lipschitz_constant = lipschitz_constant
 
-    def map(self, block):
-        d = _normalise(block.distances, self.d_scaling)
+    def map(self, block: PairBlock) -> tuple[int, int]:
+        d = _normalise(block.checked_distances(), self.d_scaling)
         if self.lipschitz_constant != 1.0:
             np.multiply(d, self.lipschitz_constant, out=d)
         o = block.outcome_differences(self.y)
@@ -124,10 +150,10 @@ class _LipschitzCounter:
             hit &= block.mask
         return int(np.count_nonzero(hit)), block.n_valid
 
-    def combine(self, a, b):
+    def combine(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
         return a[0] + b[0], a[1] + b[1]
 
-    def empty(self):
+    def empty(self) -> tuple[int, int]:
         return 0, 0
 
 
@@ -147,14 +173,16 @@ class _ScreenedLipschitzCounter:
     block_kind = "similarity32"
     consumes_blocks = True  # T is computed in place of the similarities
 
-    def __init__(self, y, a, b, c, margin):
+    def __init__(
+        self, y: NDArray[np.float64], a: float, b: float, c: float, margin: float
+    ) -> None:
         self.y32 = y.astype(np.float32)
         self.a, self.b, self.c = np.float32(a), np.float32(b), np.float32(c)
         self.margin = _f32_at_least(margin)
 
-    def statistic(self, block):
+    def statistic(self, block: PairBlock) -> NDArray[np.float32]:
         """``T`` of every pair of the block; pairs outside its mask get ``-inf``."""
-        T = block.similarities
+        T = block.checked_similarities()
         np.multiply(T, -self.b, out=T)
         np.add(T, self.a, out=T)
         if self.c:
@@ -166,20 +194,20 @@ class _ScreenedLipschitzCounter:
             T[~block.mask] = -np.inf
         return T
 
-    def undecided(self, block, T):
+    def undecided(self, block: PairBlock, T: NDArray[np.float32]) -> Pairs:
         """Global ``(i, j)`` of the pairs within the margin (``T`` is overwritten)."""
         np.abs(T, out=T)
         pos = np.flatnonzero(T < self.margin)
         n_cols = block.col_stop - block.col_start
         return block.row_start + pos // n_cols, block.col_start + pos % n_cols
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> ScreenedCounts:
         T = self.statistic(block)
         sure = int(np.count_nonzero(T >= self.margin))
         i, j = self.undecided(block, T)
         return sure, block.n_valid, i, j, False
 
-    def combine(self, a, b):
+    def combine(self, a: ScreenedCounts, b: ScreenedCounts) -> ScreenedCounts:
         overflow = a[4] or b[4] or a[2].size + b[2].size > _MAX_UNDECIDED
         if overflow:
             e = np.empty(0, dtype=np.int64)
@@ -188,12 +216,19 @@ class _ScreenedLipschitzCounter:
         j = np.concatenate([a[3], b[3]])
         return a[0] + b[0], a[1] + b[1], i, j, False
 
-    def empty(self):
+    def empty(self) -> ScreenedCounts:
         e = np.empty(0, dtype=np.int64)
         return 0, 0, e, e, False
 
 
-def _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max):
+def _screening_coefficients(
+    engine: PairwiseEngine,
+    y: NDArray[np.float64],
+    d_scaling: Scaling,
+    o_scaling: Scaling,
+    L: float,
+    o_max: float,
+) -> tuple[float, float, float, float]:
     """``(a, b, c, margin)`` of the float32 test ``T = a + b*sim - c*|dy|``.
 
     Shared by every Lipschitz count (overall and by group), so that all of them
@@ -223,7 +258,15 @@ def _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max):
     return a, b, c, margin
 
 
-def _settle(engine, y, i, j, d_scaling, o_scaling, L):
+def _settle(
+    engine: PairwiseEngine,
+    y: NDArray[np.float64],
+    i: NDArray[np.int64],
+    j: NDArray[np.int64],
+    d_scaling: Scaling,
+    o_scaling: Scaling,
+    L: float,
+) -> NDArray[np.bool_]:
     """Exact float64 decisions for the pairs the float32 screen left undecided."""
     d = _normalise(engine.paired_distances(i, j), d_scaling)
     if L != 1.0:
@@ -233,7 +276,14 @@ def _settle(engine, y, i, j, d_scaling, o_scaling, L):
     return o <= d
 
 
-def _screened_count(engine, y, d_scaling, o_scaling, L, o_max):
+def _screened_count(
+    engine: PairwiseEngine,
+    y: NDArray[np.float64],
+    d_scaling: Scaling,
+    o_scaling: Scaling,
+    L: float,
+    o_max: float,
+) -> tuple[int, int] | None:
     """Exact Lipschitz count through float32 screening, or None on overflow."""
     a, b, c, margin = _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max)
     sure, n_eval, i, j, overflow = engine.map_reduce(
@@ -245,7 +295,7 @@ def _screened_count(engine, y, d_scaling, o_scaling, L, o_max):
     return sure + int(np.count_nonzero(ok)), n_eval
 
 
-def _wilson_interval(k, n, level):
+def _wilson_interval(k: int, n: int, level: float) -> tuple[float, float]:
     """Wilson score interval of a binomial proportion ``k / n``."""
     from scipy.stats import norm
 
@@ -261,19 +311,19 @@ def _wilson_interval(k, n, level):
 # Lipschitz fraction
 # --------------------------------------------------------------------------
 def lipschitz_fraction(
-    X,
-    y_pred,
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    y_pred: ArrayLike,
     *,
-    metric="cosine",
-    normalize="minmax",
-    lipschitz_constant=1.0,
-    n_jobs=None,
-    return_counts=False,
-    max_pairs=None,
-    random_state=None,
-    block_size=None,
-    confidence_level=0.95,
-):
+    metric: Metric = "cosine",
+    normalize: Literal["minmax", "max"] | None = "minmax",
+    lipschitz_constant: float = 1.0,
+    n_jobs: int | None = None,
+    return_counts: bool = False,
+    max_pairs: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    block_size: int | None = None,
+    confidence_level: float = 0.95,
+) -> float | Bunch:
     """Share of pairs of essays whose score difference respects their distance.
 
     Individual fairness in the sense of Dwork et al.: a scoring model is fair
@@ -398,6 +448,7 @@ def lipschitz_fraction(
     o_range = _outcome_range(y)
 
     exact = max_pairs is None or max_pairs >= total
+    d_range: tuple[float, float] | None
     if exact:
         counted = None
         # Large dense problems: a float32 product decides most pairs and exact
@@ -406,10 +457,10 @@ def lipschitz_fraction(
         for screened in (True, False) if engine.screenable else (False,):
             d_range = None
             if normalize is not None:
-                d_range = engine.distance_range(screened=screened)
-                if d_range is None:
+                found = engine.distance_range(screened=screened)
+                if found is None:
                     continue
-                d_range = d_range[:2]
+                d_range = found[:2]
             d_scaling = _scaling(*(d_range or (0.0, 0.0)), normalize, "distance")
             o_scaling = _scaling(*o_range, normalize, "score difference")
             if screened:
@@ -421,9 +472,11 @@ def lipschitz_fraction(
                 counted = engine.map_reduce(reducer)
             if counted is not None:
                 break
-        n_ok, n_eval = counted
+        # the last pass is in float64, which always counts
+        n_ok, n_eval = cast("tuple[int, int]", counted)
     else:
-        i, j = engine.sample_pairs(max_pairs, random_state)
+        # not exact: max_pairs is an int below the number of pairs
+        i, j = engine.sample_pairs(cast(int, max_pairs), random_state)
         d = engine.paired_distances(i, j)
         o = np.abs(y[i] - y[j])
         d_range = (float(d.min()), float(d.max()))
@@ -490,7 +543,7 @@ class ScoreDistanceCurve(TableResult):
     _frame_index = "bin"
 
 
-def _trend(means):
+def _trend(means: NDArray[np.float64]) -> tuple[float, float]:
     """Spearman's rho of bin index against ``means`` and its two-sided p-value.
 
     Exact (all permutations) up to 8 bins, scipy's t approximation beyond.
@@ -519,13 +572,13 @@ def _trend(means):
     return rho, pvalue
 
 
-def _bin_sizes(n_items, n_bins):
+def _bin_sizes(n_items: int, n_bins: int) -> NDArray[np.int64]:
     """Sizes of ``np.array_split(range(n_items), n_bins)``."""
     base, extra = divmod(n_items, n_bins)
     return np.array([base + 1] * extra + [base] * (n_bins - extra), dtype=np.int64)
 
 
-def _condensed_outcomes(y):
+def _condensed_outcomes(y: NDArray[np.float64]) -> NDArray[np.float64]:
     n = y.shape[0]
     out = np.empty(n * (n - 1) // 2)
     start = 0
@@ -536,7 +589,18 @@ def _condensed_outcomes(y):
     return np.abs(out, out=out)
 
 
-def _curve_from_sorted(d, o, order, n_bins):
+def _curve_from_sorted(
+    d: NDArray[np.float64],
+    o: NDArray[np.float64],
+    order: NDArray[np.integer[Any]],
+    n_bins: int,
+) -> tuple[
+    NDArray[np.int64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+]:
     sizes = _bin_sizes(order.shape[0], n_bins)
     edges = np.concatenate([[0], np.cumsum(sizes)])
     mean, std, dmin, dmax = (np.empty(n_bins) for _ in range(4))
@@ -549,9 +613,24 @@ def _curve_from_sorted(d, o, order, n_bins):
     return sizes, mean, std, dmin, dmax
 
 
-def _curve_histogram(engine, y, n_bins, n_fine):
+def _curve_histogram(
+    engine: PairwiseEngine, y: NDArray[np.float64], n_bins: int, n_fine: int
+) -> tuple[
+    NDArray[np.int64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.int64],
+    NDArray[np.float64],
+    int,
+]:
     lo, hi, total = engine.map_reduce(MinMaxReducer())
-    counts, sums, squares = engine.map_reduce(HistogramReducer(lo, hi, n_fine, y=y))
+    # with y, the reducer's partial result is (counts, sums, squares)
+    counts, sums, squares = cast(
+        "tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]",
+        engine.map_reduce(HistogramReducer(lo, hi, n_fine, y=y)),
+    )
     sizes = _bin_sizes(int(total), n_bins)
     edges = np.concatenate([[0], np.cumsum(sizes)])
     cum = np.concatenate([[0], np.cumsum(counts)])
@@ -595,18 +674,18 @@ def _curve_histogram(engine, y, n_bins, n_fine):
 
 
 def score_distance_curve(
-    X,
-    y_pred,
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    y_pred: ArrayLike,
     *,
-    n_bins=5,
-    metric="cosine",
-    method="auto",
-    n_jobs=None,
-    max_pairs=None,
-    random_state=None,
-    block_size=None,
-    n_fine_bins=65536,
-):
+    n_bins: int = 5,
+    metric: Metric = "cosine",
+    method: Literal["auto", "exact", "histogram"] = "auto",
+    n_jobs: int | None = None,
+    max_pairs: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    block_size: int | None = None,
+    n_fine_bins: int = 65536,
+) -> ScoreDistanceCurve:
     """Mean score difference of pairs of essays, from the nearest to the farthest.
 
     The paper's §5.3.3 (Figures 5 and 6): all pairs are sorted by the distance
@@ -624,6 +703,9 @@ def score_distance_curve(
     n_bins : int, default=5
         Number of equal-count bins (at least 2, with at least 2 pairs each).
     metric : str or callable, default="cosine"
+        Distance between essays: ``"cosine"``, ``"precomputed"``, a metric name
+        of :func:`sklearn.metrics.pairwise_distances`, or a callable on two
+        rows (see :func:`lipschitz_fraction`).
     method : {"auto", "exact", "histogram"}, default="auto"
         ``"exact"`` sorts all pairs (about 32 bytes per pair);
         ``"histogram"`` needs no memory per pair (see Notes); ``"auto"`` sorts
@@ -634,6 +716,7 @@ def score_distance_curve(
         Estimate the curve from that many pairs drawn uniformly with
         replacement (``random_state`` seeds them) instead of all pairs.
     random_state : int, RandomState instance or None, default=None
+        Seeds the draw of pairs when ``max_pairs`` is set.
     block_size : int, default=None
         Side of the blocks of the distance matrix (None: 2048).
     n_fine_bins : int, default=65536
@@ -699,7 +782,7 @@ def score_distance_curve(
     y = _scores(y_pred, engine)
     total = engine.n_pairs
     sampled = max_pairs is not None and max_pairs < total
-    n_used = max_pairs if sampled else total
+    n_used = cast(int, max_pairs) if sampled else total
     if n_bins > n_used // 2:
         raise ValueError(
             f"n_bins={n_bins} is too many for {n_used} pairs; each bin needs at least "
@@ -708,7 +791,7 @@ def score_distance_curve(
     n_uncertain = np.zeros(n_bins, dtype=np.int64)
     bound = np.zeros(n_bins)
     if sampled:
-        i, j = engine.sample_pairs(max_pairs, random_state)
+        i, j = engine.sample_pairs(cast(int, max_pairs), random_state)
         d = engine.paired_distances(i, j)
         o = np.abs(y[i] - y[j])
         order = np.lexsort((pairs_to_condensed(i, j, engine.n_samples), d))
@@ -765,7 +848,7 @@ class ExtremePairs(TableResult):
     ([1, 2], [2, 2])
     """
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The pairs as a :class:`pandas.DataFrame` (needs pandas)."""
         from ..resources import require
 
@@ -787,7 +870,14 @@ class ExtremePairs(TableResult):
         return pd.concat(parts, ignore_index=True)
 
 
-def extreme_pairs(X, *, k=1, metric="cosine", n_jobs=None, block_size=None):
+def extreme_pairs(
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    *,
+    k: int = 1,
+    metric: Metric = "cosine",
+    n_jobs: int | None = None,
+    block_size: int | None = None,
+) -> ExtremePairs:
     """The ``k`` most similar and ``k`` most dissimilar pairs of essays.
 
     The paper's "extreme cases" (§3 step 3b, §5.1.2): a quick look at whether
@@ -802,6 +892,9 @@ def extreme_pairs(X, *, k=1, metric="cosine", n_jobs=None, block_size=None):
     k : int, default=1
         Number of pairs of each kind (at most the number of pairs).
     metric : str or callable, default="cosine"
+        Distance between essays: ``"cosine"``, ``"precomputed"``, a metric name
+        of :func:`sklearn.metrics.pairwise_distances`, or a callable on two
+        rows (see :func:`lipschitz_fraction`).
     n_jobs : int, default=None
         Number of joblib workers.
     block_size : int, default=None
@@ -861,7 +954,7 @@ class FeatureDifferenceProfile(TableResult):
     (['nearest', 'median', 'farthest'], (3, 1))
     """
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The 3 x n_features table as a :class:`pandas.DataFrame` (needs pandas)."""
         from ..resources import require
 
@@ -874,7 +967,9 @@ class FeatureDifferenceProfile(TableResult):
         return frame
 
 
-def _feature_names(F, feature_names, n_features):
+def _feature_names(
+    F: object, feature_names: ArrayLike | None, n_features: int
+) -> NDArray[np.object_]:
     if feature_names is None:
         columns = getattr(F, "columns", None)
         if columns is not None:
@@ -890,15 +985,15 @@ def _feature_names(F, feature_names, n_features):
 
 
 def feature_difference_profile(
-    X,
-    F,
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    F: ArrayLike | pd.DataFrame,
     *,
-    n_pairs=10000,
-    metric="cosine",
-    feature_names=None,
-    n_jobs=None,
-    block_size=None,
-):
+    n_pairs: int = 10000,
+    metric: Metric = "cosine",
+    feature_names: ArrayLike | None = None,
+    n_jobs: int | None = None,
+    block_size: int | None = None,
+) -> FeatureDifferenceProfile:
     """Mean difference of interpretable features for near, median and far pairs.
 
     The paper's "aggregate of feature differences" (§3 step 3c, §5.1.3,
@@ -920,6 +1015,9 @@ def feature_difference_profile(
         Pairs per group (at most the number of pairs; groups may overlap when
         ``3 * n_pairs`` exceeds it).
     metric : str or callable, default="cosine"
+        Distance between essays: ``"cosine"``, ``"precomputed"``, a metric name
+        of :func:`sklearn.metrics.pairwise_distances`, or a callable on two
+        rows (see :func:`lipschitz_fraction`).
     feature_names : array-like of str, default=None
         Names of the columns of ``F``; default: the DataFrame's columns, else
         ``x0, x1, ...``.

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -80,6 +81,33 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils import Bunch, check_random_state
 
 from .._validation import check_embeddings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterator, Sequence
+
+    import pandas as pd
+    from numpy.typing import ArrayLike, NDArray
+
+    #: A distance between essays: a name, or a function of two 1-D rows.
+    Metric = str | Callable[..., float]
+    #: A selection of essays: a slice or integer positions.
+    Index = slice | NDArray[np.integer[Any]]
+    #: A block of the distance matrix: ``(row_start, row_stop, col_start, col_stop)``.
+    BlockSpec = tuple[int, int, int, int]
+    #: Pairs of essays as two arrays of positions ``(i, j)``.
+    Pairs = tuple[NDArray[np.int64], NDArray[np.int64]]
+    #: Distances of pairs and the pairs: ``(d, i, j)``.
+    PairDistances = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]
+    # Partial results of the reducers below.
+    _Ranges = tuple[list[tuple[float, float, BlockSpec]], int]
+    _Candidates = tuple[Pairs, Pairs, bool]
+    _Sums = tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]
+    _Histogram = NDArray[np.intp] | _Sums
+    _TopK = tuple[PairDistances, PairDistances]
+    _Collected = list[tuple[int, int, int, int, NDArray[np.float64]]]
+
+_T = TypeVar("_T")
+_P = TypeVar("_P")
 
 __all__ = ["condensed_distances"]
 
@@ -117,7 +145,7 @@ _DENSE_COLUMN_SHARE = 0.05
 _DATA_DEPENDENT_METRICS = ("mahalanobis", "seuclidean", "wminkowski")
 
 
-def _sklearn_metric_names():
+def _sklearn_metric_names() -> set[str]:
     from sklearn.metrics import pairwise
 
     names = set(pairwise.distance_metrics())
@@ -130,7 +158,7 @@ def _sklearn_metric_names():
 # --------------------------------------------------------------------------
 # Small argument checks shared by the pair metrics
 # --------------------------------------------------------------------------
-def check_option(value, name, options):
+def check_option(value: _T, name: str, options: Collection[object]) -> _T:
     """Raise ValueError unless ``value`` is one of ``options``."""
     if value not in options:
         shown = ", ".join(repr(o) for o in sorted(options, key=repr))
@@ -138,40 +166,72 @@ def check_option(value, name, options):
     return value
 
 
-def check_int(value, name, *, minimum=None, maximum=None, allow_none=False):
+@overload
+def check_int(
+    value: object,
+    name: str,
+    *,
+    minimum: int | None = ...,
+    maximum: int | None = ...,
+    allow_none: Literal[False] = ...,
+) -> int: ...
+@overload
+def check_int(
+    value: object,
+    name: str,
+    *,
+    minimum: int | None = ...,
+    maximum: int | None = ...,
+    allow_none: bool,
+) -> int | None: ...
+def check_int(
+    value: object,
+    name: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    allow_none: bool = False,
+) -> int | None:
     """Return ``value`` as int after checking its type and range."""
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         kind = "an int or None" if allow_none else "an int"
         raise TypeError(f"{name} must be {kind}, got {value!r} ({type(value).__name__})")
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be at most {maximum}, got {value}")
-    return value
+    number = int(value)
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {number}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {number}")
+    return number
 
 
-def check_real(value, name, *, positive=False, lower=None, upper=None):
+def check_real(
+    value: object,
+    name: str,
+    *,
+    positive: bool = False,
+    lower: float | None = None,
+    upper: float | None = None,
+) -> float:
     """Return ``value`` as a finite float after checking its type and range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if positive and value <= 0:
-        raise ValueError(f"{name} must be positive, got {value}")
-    if lower is not None and not value > lower:
-        raise ValueError(f"{name} must be greater than {lower}, got {value}")
-    if upper is not None and not value < upper:
-        raise ValueError(f"{name} must be less than {upper}, got {value}")
-    return value
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {number}")
+    if positive and number <= 0:
+        raise ValueError(f"{name} must be positive, got {number}")
+    if lower is not None and not number > lower:
+        raise ValueError(f"{name} must be greater than {lower}, got {number}")
+    if upper is not None and not number < upper:
+        raise ValueError(f"{name} must be less than {upper}, got {number}")
+    return number
 
 
-def _check_metric(metric):
+def _check_metric(metric: object) -> Metric:
     if callable(metric):
-        return metric
+        return cast("Callable[..., float]", metric)
     if not isinstance(metric, str):
         raise TypeError(
             f"metric must be a str or a callable, got {metric!r} ({type(metric).__name__})"
@@ -194,25 +254,25 @@ def _check_metric(metric):
 # --------------------------------------------------------------------------
 # Pair indices
 # --------------------------------------------------------------------------
-def n_pairs_of(n_samples):
+def n_pairs_of(n_samples: int) -> int:
     """Number of unordered pairs of ``n_samples`` items."""
     return n_samples * (n_samples - 1) // 2
 
 
-def _row_start(i, n):
+def _row_start(i: ArrayLike, n: int) -> NDArray[np.int64]:
     """Condensed index of the pair ``(i, i + 1)``."""
     i = np.asarray(i, dtype=np.int64)
     return i * (2 * n - i - 1) // 2
 
 
-def pairs_to_condensed(i, j, n):
+def pairs_to_condensed(i: ArrayLike, j: ArrayLike, n: int) -> NDArray[np.int64]:
     """Condensed (``pdist``) index of pairs ``(i, j)`` with ``i < j``."""
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
     return _row_start(i, n) + (j - i - 1)
 
 
-def condensed_to_pairs(k, n):
+def condensed_to_pairs(k: ArrayLike, n: int) -> Pairs:
     """Pairs ``(i, j)``, ``i < j``, at condensed (``pdist``) indices ``k``."""
     k = np.asarray(k, dtype=np.int64)
     # The closed form is exact in real numbers; the float square root can be one
@@ -226,7 +286,7 @@ def condensed_to_pairs(k, n):
     return i, j
 
 
-def stable_argsort(values):
+def stable_argsort(values: ArrayLike) -> NDArray[np.intp]:
     """``np.argsort(values, kind="stable")``, about twice as fast on distances.
 
     An introsort (not stable) followed by re-ordering each run of equal values
@@ -254,7 +314,7 @@ def stable_argsort(values):
 # --------------------------------------------------------------------------
 # Validation of precomputed distances
 # --------------------------------------------------------------------------
-def _check_precomputed(D, name):
+def _check_precomputed(D: object, name: str) -> tuple[NDArray[np.float64], int]:
     if sp.issparse(D):
         raise TypeError(
             f"{name} is a sparse matrix but metric='precomputed' needs dense "
@@ -334,9 +394,24 @@ class PairBlock:
         "similarities",
     )  # fmt: skip
 
+    row_start: int
+    row_stop: int
+    col_start: int
+    col_stop: int
+    distances: NDArray[np.float64] | None
+    mask: NDArray[np.bool_] | None
+    similarities: NDArray[np.float32] | None
+
     def __init__(
-        self, row_start, row_stop, col_start, col_stop, distances, mask, similarities=None
-    ):
+        self,
+        row_start: int,
+        row_stop: int,
+        col_start: int,
+        col_stop: int,
+        distances: NDArray[np.float64] | None,
+        mask: NDArray[np.bool_] | None,
+        similarities: NDArray[np.float32] | None = None,
+    ) -> None:
         self.row_start, self.row_stop = row_start, row_stop
         self.col_start, self.col_stop = col_start, col_stop
         self.distances = distances
@@ -344,32 +419,53 @@ class PairBlock:
         self.similarities = similarities
 
     @property
-    def rows(self):
+    def rows(self) -> slice:
+        """Rows of the block, as a slice of the essays."""
         return slice(self.row_start, self.row_stop)
 
     @property
-    def cols(self):
+    def cols(self) -> slice:
+        """Columns of the block, as a slice of the essays."""
         return slice(self.col_start, self.col_stop)
 
     @property
-    def n_valid(self):
+    def n_valid(self) -> int:
+        """Number of pairs of the block to use."""
         if self.mask is None:
             return (self.row_stop - self.row_start) * (self.col_stop - self.col_start)
         return int(np.count_nonzero(self.mask))
 
-    def values(self, array=None):
+    def checked_distances(self) -> NDArray[np.float64]:
+        """:attr:`distances`, which a ``"distance"`` block always has."""
+        if self.distances is None:  # pragma: no cover - a reducer of the wrong kind
+            raise TypeError(
+                "this block holds float32 similarities, not distances; a reducer "
+                "that reads distances must not set block_kind"
+            )
+        return self.distances
+
+    def checked_similarities(self) -> NDArray[np.float32]:
+        """:attr:`similarities`, which a ``"similarity32"`` block always has."""
+        if self.similarities is None:  # pragma: no cover - a reducer of the wrong kind
+            raise TypeError(
+                "this block holds distances, not float32 similarities; a reducer "
+                "that reads similarities needs block_kind = 'similarity32'"
+            )
+        return self.similarities
+
+    def values(self, array: NDArray[Any] | None = None) -> NDArray[Any]:
         """Entries of ``array`` (default: the distances) at the valid pairs, 1-D."""
-        array = self.distances if array is None else array
+        array = self.checked_distances() if array is None else array
         if self.mask is None:
             return array.reshape(-1)
         return array[self.mask]
 
-    def outcome_differences(self, y):
+    def outcome_differences(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         """``|y_i - y_j|`` for every entry of the block (2-D)."""
         out = np.subtract.outer(y[self.rows], y[self.cols])
         return np.abs(out, out=out)
 
-    def pair_indices(self, positions=None):
+    def pair_indices(self, positions: NDArray[np.integer[Any]] | None = None) -> Pairs:
         """Sample indices ``(i, j)`` of valid pairs.
 
         ``positions`` indexes the 1-D output of :meth:`values`; None means all.
@@ -385,9 +481,34 @@ class PairBlock:
         return self.row_start + flat // n_cols, self.col_start + flat % n_cols
 
 
-def _chunk_specs(specs):
+class Reducer(Protocol[_P]):
+    """What :meth:`PairwiseEngine.map_reduce` needs of a reducer.
+
+    ``map`` turns a :class:`PairBlock` into a partial result, ``combine`` folds
+    two partial results into one, and ``empty`` is the result of no block. A
+    reducer may also set ``block_kind = "similarity32"`` (it then gets float32
+    similarities instead of distances) and ``consumes_blocks = True`` (it may
+    overwrite them).
+    """
+
+    def map(self, block: PairBlock) -> _P:
+        """Partial result of one block."""
+        ...
+
+    def combine(self, a: _P, b: _P) -> _P:
+        """Partial result of the blocks of ``a`` and ``b`` together."""
+        ...
+
+    def empty(self) -> _P:
+        """Result of no block at all."""
+        ...
+
+
+def _chunk_specs(specs: Sequence[BlockSpec]) -> list[list[BlockSpec]]:
     n_target = _TASK_PAIRS  # read at call time: tests shrink it
-    tasks, current, size = [], [], 0
+    tasks: list[list[BlockSpec]] = []
+    current: list[BlockSpec] = []
+    size = 0
     for spec in specs:
         r0, r1, c0, c1 = spec
         current.append(spec)
@@ -400,16 +521,21 @@ def _chunk_specs(specs):
     return tasks
 
 
-def _run_chunk(engine, reducer, specs):
+def _run_chunk(
+    engine: PairwiseEngine, reducer: Reducer[_P], specs: Sequence[BlockSpec]
+) -> _P:
     kind = getattr(reducer, "block_kind", "distance")
-    out = None
+    out: _P | None = None
     for spec in specs:
         part = reducer.map(engine._make_block(spec, kind))
         out = part if out is None else reducer.combine(out, part)
-    return out
+    # chunks are never empty (see _chunk_specs), so out is set
+    return cast("_P", out)
 
 
-def _run_task(engine, reducer, chunks):
+def _run_task(
+    engine: PairwiseEngine, reducer: Reducer[_P], chunks: Sequence[Sequence[BlockSpec]]
+) -> list[_P]:
     return [_run_chunk(engine, reducer, specs) for specs in chunks]
 
 
@@ -447,24 +573,44 @@ class PairwiseEngine:
     (0.2929, 1.0, 3)
     """
 
+    metric: Metric
+    block_size: int
+    n_jobs: int | None
+    name: str
+    n_samples: int
+    pairs: str
+    groups: NDArray[np.intp] | None
+    n_pairs: int
+    # Set for metric="cosine" only (by _prepare_cosine): unit rows, the rows
+    # that are zero vectors, and for sparse input the dense and sparse columns.
+    _unit: NDArray[np.float64] | sp.csr_matrix
+    _zero: NDArray[np.bool_]
+    _any_zero: bool
+    _snap: float
+    _dense_part: sp.csr_matrix | None
+    _sparse_part: sp.csr_matrix | None
+    # Set by _prepare_screening, on first use.
+    _unit32: NDArray[np.float32]
+    _screen_error: float
+
     def __init__(
         self,
-        X,
+        X: ArrayLike | sp.spmatrix | sp.sparray,
         *,
-        metric="cosine",
-        block_size=None,
-        n_jobs=None,
-        groups=None,
-        pairs="all",
-        name="X",
-    ):
+        metric: Metric = "cosine",
+        block_size: int | None = None,
+        n_jobs: int | None = None,
+        groups: ArrayLike | None = None,
+        pairs: Literal["all", "within", "between"] = "all",
+        name: str = "X",
+    ) -> None:
         self.metric = _check_metric(metric)
         block_size = check_int(block_size, "block_size", minimum=1, allow_none=True)
         self.block_size = DEFAULT_BLOCK_SIZE if block_size is None else block_size
         self.n_jobs = n_jobs
         self.name = name
-        self._precomputed = None
-        self._X = None
+        self._precomputed: NDArray[np.float64] | None = None
+        self._X: NDArray[np.float64] | sp.csr_matrix | None = None
         if metric == "precomputed":
             self._precomputed, n = _check_precomputed(X, name)
         else:
@@ -488,20 +634,20 @@ class PairwiseEngine:
         if groups is not None or pairs != "all":
             if groups is None:
                 raise ValueError(f"pairs={pairs!r} needs groups (one label per essay)")
-            groups = np.asarray(groups)
-            if groups.ndim != 1 or groups.shape[0] != n:
+            labels = np.asarray(groups)
+            if labels.ndim != 1 or labels.shape[0] != n:
                 raise ValueError(
                     f"groups must be 1-D with one label per essay ({n}), got shape "
-                    f"{groups.shape}"
+                    f"{labels.shape}"
                 )
-            _, self.groups = np.unique(groups, return_inverse=True)
+            _, self.groups = np.unique(labels, return_inverse=True)
         self.n_pairs = self._count_pairs()
-        self._cache = None
-        self._screen_cache = None
-        self._triu = {}
+        self._cache: dict[BlockSpec, PairBlock] | None = None
+        self._screen_cache: dict[BlockSpec, PairBlock] | None = None
+        self._triu: dict[tuple[int, int], NDArray[np.bool_]] = {}
 
     # -- setup ------------------------------------------------------------
-    def _prepare_cosine(self, X):
+    def _prepare_cosine(self, X: NDArray[np.float64] | sp.csr_matrix) -> None:
         # Rows are first scaled by a power of two (exact) so that their largest
         # entry is in [0.5, 1): squares then neither underflow nor overflow.
         if sp.issparse(X):
@@ -528,50 +674,60 @@ class PairwiseEngine:
             self._sparse_part = csc[:, sparse_cols].tocsr() if sparse_cols.size else None
         else:
             top = np.max(np.abs(X), axis=1)
-            X = np.ldexp(X, -np.frexp(top)[1][:, None])
-            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+            scaled: NDArray[np.float64] = np.ldexp(X, -np.frexp(top)[1][:, None])
+            norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
             self._zero = norms == 0
             self._unit = np.divide(
-                X, norms[:, None], out=np.zeros_like(X), where=norms[:, None] > 0
+                scaled,
+                norms[:, None],
+                out=np.zeros_like(scaled),
+                where=norms[:, None] > 0,
             )
-            n_terms = X.shape[1]
+            n_terms = scaled.shape[1]
         self._any_zero = bool(self._zero.any())
         self._snap = 8 * max(n_terms, 1) * np.finfo(np.float64).eps
 
-    def _count_pairs(self):
+    def _count_pairs(self) -> int:
         if self.groups is None or self.pairs == "all":
             return n_pairs_of(self.n_samples)
         within = int(sum(n_pairs_of(int(c)) for c in np.bincount(self.groups)))
         return within if self.pairs == "within" else n_pairs_of(self.n_samples) - within
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_cache"] = state["_screen_cache"] = None
         state["_triu"] = {}
         return state
 
-    def _total_entries(self):
+    def _total_entries(self) -> int:
         return sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in self._block_specs())
 
-    def _cacheable(self):
+    def _cacheable(self) -> bool:
         return self._total_entries() * 8 <= _CACHE_BYTES
 
+    def _data(self) -> NDArray[np.float64] | sp.csr_matrix:
+        """The validated rows of a metric other than cosine and precomputed."""
+        # __init__ sets _X for every metric but "cosine" and "precomputed"
+        return cast("NDArray[np.float64] | sp.csr_matrix", self._X)
+
     # -- distances --------------------------------------------------------
-    def distances(self, rows, cols):
+    def distances(self, rows: Index, cols: Index) -> NDArray[np.float64]:
         """Distances between the essays at ``rows`` and at ``cols`` (2-D, float64).
 
         ``rows`` and ``cols`` are slices or integer arrays.
         """
         if self._precomputed is not None:
-            return self._precomputed_block(rows, cols)
+            return self._precomputed_block(self._precomputed, rows, cols)
         if self.metric == "cosine":
             return self._cosine_block(rows, cols)
         from sklearn.metrics import pairwise_distances
 
-        D = pairwise_distances(self._X[rows], self._X[cols], metric=self.metric)
+        X = self._data()
+        D = pairwise_distances(X[rows], X[cols], metric=self.metric)
         return np.asarray(D, dtype=np.float64)
 
-    def _cosine_block(self, rows, cols):
+    def _cosine_block(self, rows: Index, cols: Index) -> NDArray[np.float64]:
+        G: NDArray[np.float64] | None
         if sp.issparse(self._unit):
             G = None
             if self._dense_part is not None:
@@ -581,6 +737,8 @@ class PairwiseEngine:
             if self._sparse_part is not None:
                 S = (self._sparse_part[rows] @ self._sparse_part[cols].T).toarray()
                 G = S if G is None else np.add(G, S, out=G)
+            # the matrix has at least one column, so one of the two parts exists
+            G = cast("NDArray[np.float64]", G)
         else:
             G = self._unit[rows] @ self._unit[cols].T
         np.subtract(1.0, G, out=G)
@@ -593,8 +751,9 @@ class PairwiseEngine:
                 G[np.ix_(zr, zc)] = 0.0
         return G
 
-    def _precomputed_block(self, rows, cols):
-        D = self._precomputed
+    def _precomputed_block(
+        self, D: NDArray[np.float64], rows: Index, cols: Index
+    ) -> NDArray[np.float64]:
         if D.ndim == 2:
             if isinstance(rows, slice) and isinstance(cols, slice):
                 return D[rows, cols].copy()
@@ -611,7 +770,7 @@ class PairwiseEngine:
         out[off] = D[pairs_to_condensed(lo[off], hi[off], n)]
         return out
 
-    def paired_distances(self, i, j):
+    def paired_distances(self, i: ArrayLike, j: ArrayLike) -> NDArray[np.float64]:
         """Distances of the pairs ``(i[k], j[k])`` (1-D float64)."""
         i = np.asarray(i, dtype=np.int64)
         j = np.asarray(j, dtype=np.int64)
@@ -626,14 +785,18 @@ class PairwiseEngine:
                 off = lo != hi
                 out[off] = D[pairs_to_condensed(lo[off], hi[off], self.n_samples)]
             return out
-        n_features = self._unit.shape[1] if self.metric == "cosine" else self._X.shape[1]
+        n_features = (
+            self._unit.shape[1] if self.metric == "cosine" else self._data().shape[1]
+        )
         step = max(1, 2**22 // max(n_features, 1))
         for s in range(0, i.shape[0], step):
             a, b = i[s : s + step], j[s : s + step]
             out[s : s + step] = self._paired_chunk(a, b)
         return out
 
-    def _paired_chunk(self, a, b):
+    def _paired_chunk(
+        self, a: NDArray[np.int64], b: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
         if self.metric == "cosine":
             U = self._unit
             if sp.issparse(U):
@@ -647,7 +810,7 @@ class PairwiseEngine:
             return d
         from sklearn.metrics.pairwise import PAIRED_DISTANCES, paired_distances
 
-        X = self._X
+        X = self._data()
         if callable(self.metric) or self.metric in PAIRED_DISTANCES:
             return paired_distances(X[a], X[b], metric=self.metric)
         from sklearn.metrics import pairwise_distances
@@ -660,9 +823,9 @@ class PairwiseEngine:
         )
 
     # -- blocks -----------------------------------------------------------
-    def _block_specs(self, rows=None):
+    def _block_specs(self, rows: tuple[int, int] | None = None) -> list[BlockSpec]:
         n, b = self.n_samples, self.block_size
-        specs = []
+        specs: list[BlockSpec] = []
         for r0 in range(0, n, b):
             r1 = min(r0 + b, n)
             if rows is not None and (r1 <= rows[0] or r0 >= rows[1]):
@@ -674,7 +837,7 @@ class PairwiseEngine:
                 specs.append((r0, r1, c0, c1))
         return specs
 
-    def _mask(self, r0, r1, c0, c1):
+    def _mask(self, r0: int, r1: int, c0: int, c1: int) -> NDArray[np.bool_] | None:
         mask = None
         if r0 == c0:
             shape = (r1 - r0, c1 - c0)
@@ -689,7 +852,7 @@ class PairwiseEngine:
             mask = keep if mask is None else (mask & keep)
         return mask
 
-    def _upper_block(self, r0, r1, c0, c1):
+    def _upper_block(self, r0: int, r1: int, c0: int, c1: int) -> NDArray[np.float64]:
         """Distances of a block of the upper triangle; entries with j <= i unset."""
         D = self._precomputed
         if D is None or D.ndim == 2:
@@ -706,7 +869,7 @@ class PairwiseEngine:
                 out[i - r0, lo - c0 :] = D[start : start + c1 - lo]
         return out
 
-    def _make_block(self, spec, kind="distance"):
+    def _make_block(self, spec: BlockSpec, kind: str = "distance") -> PairBlock:
         r0, r1, c0, c1 = spec
         mask = self._mask(r0, r1, c0, c1)
         if kind == "similarity32":
@@ -729,13 +892,13 @@ class PairwiseEngine:
         return PairBlock(r0, r1, c0, c1, D, mask)
 
     @property
-    def rounding_tolerance(self):
+    def rounding_tolerance(self) -> float:
         """Distances closer than this are equal up to rounding (cosine only; else 0)."""
         return self._snap if self.metric == "cosine" else 0.0
 
     # -- float32 screening --------------------------------------------------
     @property
-    def screenable(self):
+    def screenable(self) -> bool:
         """Whether passes may screen pairs with a float32 product first.
 
         True for dense input under the cosine distance when the problem is too
@@ -750,7 +913,7 @@ class PairwiseEngine:
             and not self._cacheable()
         )
 
-    def _prepare_screening(self):
+    def _prepare_screening(self) -> None:
         if getattr(self, "_unit32", None) is None:
             self._unit32 = self._unit.astype(np.float32)
             n = self._unit.shape[1] + 2
@@ -764,12 +927,18 @@ class PairwiseEngine:
             self._screen_error = 1.01 * (g32 + 2 * u32 + g64) + self._snap + 4 * u64
 
     @property
-    def screen_error(self):
+    def screen_error(self) -> float:
         """Bound on ``|(1 - s) - d|`` for a float32 similarity ``s`` and exact ``d``."""
         self._prepare_screening()
         return self._screen_error
 
-    def distance_range(self, *, screened=False):
+    @overload
+    def distance_range(
+        self, *, screened: Literal[False] = ...
+    ) -> tuple[float, float, int]: ...
+    @overload
+    def distance_range(self, *, screened: bool) -> tuple[float, float, int] | None: ...
+    def distance_range(self, *, screened: bool = False) -> tuple[float, float, int] | None:
         """Exact ``(min, max, n_pairs)`` of the distances of all (filtered) pairs.
 
         With ``screened=True`` (only when :attr:`screenable`), a float32 pass
@@ -801,7 +970,9 @@ class PairwiseEngine:
             return float(lo.min()), float(hi.max()), count
         return self.map_reduce(MinMaxReducer())
 
-    def _iter_partials(self, reducer, specs):
+    def _iter_partials(
+        self, reducer: Reducer[_P], specs: Sequence[BlockSpec]
+    ) -> Iterator[_P]:
         """Partial results of ``reducer`` over ``specs``, in a fixed order."""
         if self._cache is None and self._cacheable():
             self._cache = {}
@@ -848,7 +1019,13 @@ class PairwiseEngine:
         ):
             yield from results
 
-    def map_reduce(self, reducer, *, rows=None, specs=None):
+    def map_reduce(
+        self,
+        reducer: Reducer[_P],
+        *,
+        rows: tuple[int, int] | None = None,
+        specs: Sequence[BlockSpec] | None = None,
+    ) -> _P:
         """Apply ``reducer.map`` to every block and fold with ``reducer.combine``.
 
         Parameters
@@ -863,12 +1040,12 @@ class PairwiseEngine:
         """
         if specs is None:
             specs = self._block_specs(rows)
-        out = None
+        out: _P | None = None
         for part in self._iter_partials(reducer, specs):
             out = part if out is None else reducer.combine(out, part)
         return reducer.empty() if out is None else out
 
-    def condensed(self):
+    def condensed(self) -> NDArray[np.float64]:
         """All distances in ``pdist`` order (1-D float64 of length ``N(N-1)/2``).
 
         Holds ``8 * N(N-1)/2`` bytes; meant for problems small enough to sort.
@@ -892,7 +1069,9 @@ class PairwiseEngine:
                     out[start : start + c1 - lo] = block[a, lo - c0 :]
         return out
 
-    def sample_pairs(self, n_draws, random_state=None):
+    def sample_pairs(
+        self, n_draws: int, random_state: int | np.random.RandomState | None = None
+    ) -> Pairs:
         """Pairs drawn independently and uniformly (with replacement).
 
         Returns ``(i, j)`` with ``i < j``. With a group filter, pairs outside it
@@ -900,7 +1079,9 @@ class PairwiseEngine:
         """
         rng = check_random_state(random_state)
         n = self.n_samples
-        got_i, got_j, have = [], [], 0
+        got_i: list[NDArray[np.int64]] = []
+        got_j: list[NDArray[np.int64]] = []
+        have = 0
         for _ in range(10_000):
             need = n_draws - have
             if need <= 0:
@@ -928,13 +1109,13 @@ _SPARSE_SKLEARN_METRICS = frozenset(
 )
 
 
-def _same(a, b):
+def _same(a: Index, b: Index) -> bool:
     if isinstance(a, slice) and isinstance(b, slice):
         return a == b
     return a is b
 
 
-def _as_index(sel, n):
+def _as_index(sel: Index, n: int) -> NDArray[np.int64]:
     if isinstance(sel, slice):
         return np.arange(n)[sel]
     return np.asarray(sel, dtype=np.int64)
@@ -946,14 +1127,14 @@ def _as_index(sel, n):
 class _BlockCollector:
     """Collect whole blocks (for :meth:`PairwiseEngine.condensed`)."""
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> _Collected:
         return [(block.row_start, block.row_stop, block.col_start, block.col_stop,
-                 block.distances)]  # fmt: skip
+                 block.checked_distances())]  # fmt: skip
 
-    def combine(self, a, b):
+    def combine(self, a: _Collected, b: _Collected) -> _Collected:
         return a + b
 
-    def empty(self):
+    def empty(self) -> _Collected:
         return []
 
 
@@ -964,10 +1145,10 @@ class MinMaxReducer:
     whose fine bin (see :func:`fine_bin_index`) is ``b`` count.
     """
 
-    def __init__(self, bin_filter=None):
+    def __init__(self, bin_filter: tuple[float, float, int, int] | None = None) -> None:
         self.bin_filter = bin_filter
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> tuple[float, float, int]:
         d = block.values()
         if self.bin_filter is not None:
             lo, hi, n_bins, b = self.bin_filter
@@ -977,10 +1158,12 @@ class MinMaxReducer:
             return self.empty()
         return (float(d.min()), float(d.max()), int(d.size))
 
-    def combine(self, a, b):
+    def combine(
+        self, a: tuple[float, float, int], b: tuple[float, float, int]
+    ) -> tuple[float, float, int]:
         return (min(a[0], b[0]), max(a[1], b[1]), a[2] + b[2])
 
-    def empty(self):
+    def empty(self) -> tuple[float, float, int]:
         return (math.inf, -math.inf, 0)
 
 
@@ -989,13 +1172,14 @@ class MinMaxReducer:
 _SCREEN_CANDIDATES = 2**22
 
 
-def _f32_at_most(value):
+def _f32_at_most(value: float) -> np.float32:
     """Largest float32 not above ``value`` (a conservative threshold)."""
     v = np.float32(value)
     return v if float(v) <= value else np.nextafter(v, np.float32(-np.inf))
 
 
-def _f32_at_least(value):
+def _f32_at_least(value: float) -> np.float32:
+    """Smallest float32 not below ``value`` (a conservative threshold)."""
     v = np.float32(value)
     return v if float(v) >= value else np.nextafter(v, np.float32(np.inf))
 
@@ -1005,8 +1189,8 @@ class _ScreenedRange:
 
     block_kind = "similarity32"
 
-    def map(self, block):
-        g, mask = block.similarities, block.mask
+    def map(self, block: PairBlock) -> _Ranges:
+        g, mask = block.checked_similarities(), block.mask
         count = block.n_valid
         if count == 0:
             return self.empty()
@@ -1018,10 +1202,10 @@ class _ScreenedRange:
         spec = (block.row_start, block.row_stop, block.col_start, block.col_stop)
         return [(top, bottom, spec)], count
 
-    def combine(self, a, b):
+    def combine(self, a: _Ranges, b: _Ranges) -> _Ranges:
         return a[0] + b[0], a[1] + b[1]
 
-    def empty(self):
+    def empty(self) -> _Ranges:
         return [], 0
 
 
@@ -1034,18 +1218,18 @@ class _ScreenedCandidates:
 
     block_kind = "similarity32"
 
-    def __init__(self, high, low):
+    def __init__(self, high: np.float32, low: np.float32) -> None:
         self.high, self.low = high, low
 
-    def map(self, block):
-        g = block.values(block.similarities)
+    def map(self, block: PairBlock) -> _Candidates:
+        g = block.values(block.checked_similarities())
         hi = np.flatnonzero(g >= self.high)
         lo = np.flatnonzero(g <= self.low)
         if hi.size + lo.size > _SCREEN_CANDIDATES:
             return self.empty(overflow=True)
         return block.pair_indices(hi), block.pair_indices(lo), False
 
-    def combine(self, a, b):
+    def combine(self, a: _Candidates, b: _Candidates) -> _Candidates:
         if (
             a[2]
             or b[2]
@@ -1053,16 +1237,16 @@ class _ScreenedCandidates:
             > (_SCREEN_CANDIDATES)
         ):
             return self.empty(overflow=True)
-        high = tuple(np.concatenate([x, z]) for x, z in zip(a[0], b[0]))
-        low = tuple(np.concatenate([x, z]) for x, z in zip(a[1], b[1]))
+        high = (np.concatenate([a[0][0], b[0][0]]), np.concatenate([a[0][1], b[0][1]]))
+        low = (np.concatenate([a[1][0], b[1][0]]), np.concatenate([a[1][1], b[1][1]]))
         return high, low, False
 
-    def empty(self, overflow=False):
+    def empty(self, overflow: bool = False) -> _Candidates:
         e = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
         return e, e, overflow
 
 
-def fine_bin_index(d, lo, hi, n_bins):
+def fine_bin_index(d: NDArray[Any], lo: float, hi: float, n_bins: int) -> NDArray[np.intp]:
     """Fine-bin index of distances ``d`` in ``[lo, hi]`` (``n_bins`` equal bins).
 
     Non-decreasing in ``d``, so each bin holds a contiguous run of the sorted
@@ -1093,12 +1277,20 @@ class HistogramReducer:
         of all distances).
     """
 
-    def __init__(self, lo, hi, n_bins, *, y=None, restrict=False):
+    def __init__(
+        self,
+        lo: float,
+        hi: float,
+        n_bins: int,
+        *,
+        y: NDArray[np.float64] | None = None,
+        restrict: bool = False,
+    ) -> None:
         self.lo, self.hi, self.n_bins = lo, hi, n_bins
         self.y = y
         self.restrict = restrict
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> _Histogram:
         d = block.values()
         o = None
         if self.y is not None:
@@ -1111,16 +1303,23 @@ class HistogramReducer:
         counts = np.bincount(idx, minlength=self.n_bins)
         if o is None:
             return counts
-        sums = np.bincount(idx, weights=o, minlength=self.n_bins)
-        squares = np.bincount(idx, weights=o * o, minlength=self.n_bins)
+        # with weights, bincount sums them in float64 (numpy's stubs say intp)
+        sums = cast(
+            "NDArray[np.float64]", np.bincount(idx, weights=o, minlength=self.n_bins)
+        )
+        squares = cast(
+            "NDArray[np.float64]", np.bincount(idx, weights=o * o, minlength=self.n_bins)
+        )
         return counts, sums, squares
 
-    def combine(self, a, b):
+    def combine(self, a: _Histogram, b: _Histogram) -> _Histogram:
+        # the partial results are counts without y, (counts, sums, squares) with it
         if self.y is None:
-            return a + b
-        return tuple(x + z for x, z in zip(a, b))
+            return cast("NDArray[np.intp]", a) + cast("NDArray[np.intp]", b)
+        sa, sb = cast("_Sums", a), cast("_Sums", b)
+        return sa[0] + sb[0], sa[1] + sb[1], sa[2] + sb[2]
 
-    def empty(self):
+    def empty(self) -> _Histogram:
         counts = np.zeros(self.n_bins, dtype=np.int64)
         if self.y is None:
             return counts
@@ -1130,13 +1329,21 @@ class HistogramReducer:
 class CollectReducer:
     """Pairs ``(d, i, j)`` in ``[lo, hi]`` whose fine bin is selected."""
 
-    def __init__(self, lo, hi, n_bins, selected_bins, *, restrict=False):
+    def __init__(
+        self,
+        lo: float,
+        hi: float,
+        n_bins: int,
+        selected_bins: NDArray[np.intp],
+        *,
+        restrict: bool = False,
+    ) -> None:
         self.lo, self.hi, self.n_bins = lo, hi, n_bins
         self.selected = np.zeros(n_bins, dtype=bool)
         self.selected[selected_bins] = True
         self.restrict = restrict
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> PairDistances:
         d = block.values()
         keep = np.ones(d.shape, dtype=bool)
         if self.restrict:
@@ -1146,50 +1353,59 @@ class CollectReducer:
         i, j = block.pair_indices(pos)
         return d[pos], i, j
 
-    def combine(self, a, b):
-        return tuple(np.concatenate([x, z]) for x, z in zip(a, b))
+    def combine(self, a: PairDistances, b: PairDistances) -> PairDistances:
+        return _concat_pairs(a, b)
 
-    def empty(self):
+    def empty(self) -> PairDistances:
         return np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+
+
+def _concat_pairs(a: PairDistances, b: PairDistances) -> PairDistances:
+    """The pairs of ``a`` followed by those of ``b``."""
+    return (
+        np.concatenate([a[0], b[0]]),
+        np.concatenate([a[1], b[1]]),
+        np.concatenate([a[2], b[2]]),
+    )
 
 
 class _EqualRowCounts:
     """Per-row number of pairs whose distance equals ``value``."""
 
-    def __init__(self, value, n_samples):
+    def __init__(self, value: float, n_samples: int) -> None:
         self.value, self.n_samples = value, n_samples
 
-    def map(self, block):
-        eq = block.distances == self.value
+    def map(self, block: PairBlock) -> NDArray[np.int64]:
+        eq = block.checked_distances() == self.value
         if block.mask is not None:
             eq &= block.mask
         out = np.zeros(self.n_samples, dtype=np.int64)
         out[block.rows] = np.count_nonzero(eq, axis=1)
         return out
 
-    def combine(self, a, b):
+    def combine(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
         return a + b
 
-    def empty(self):
+    def empty(self) -> NDArray[np.int64]:
         return np.zeros(self.n_samples, dtype=np.int64)
 
 
 class _EqualPairs:
     """Pairs ``(i, j)`` with distance ``value`` and ``row_lo <= i < row_hi``."""
 
-    def __init__(self, value, row_lo, row_hi):
+    def __init__(self, value: float, row_lo: int, row_hi: int) -> None:
         self.value, self.row_lo, self.row_hi = value, row_lo, row_hi
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> Pairs:
         d = block.values()
         i, j = block.pair_indices(np.flatnonzero(d == self.value))
         keep = (i >= self.row_lo) & (i < self.row_hi)
         return i[keep], j[keep]
 
-    def combine(self, a, b):
+    def combine(self, a: Pairs, b: Pairs) -> Pairs:
         return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
 
-    def empty(self):
+    def empty(self) -> Pairs:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
 
 
@@ -1202,18 +1418,22 @@ class TopKReducer:
     ``"high"`` (which makes them the last ``k`` pairs of the ascending order).
     """
 
-    def __init__(self, k, n_samples, *, farthest_ties="low"):
+    def __init__(
+        self, k: int, n_samples: int, *, farthest_ties: Literal["low", "high"] = "low"
+    ) -> None:
         self.k, self.n_samples = k, n_samples
         self.farthest_ties = farthest_ties
 
-    def _keep(self, d, i, j):
+    def _keep(
+        self, d: NDArray[np.float64], i: NDArray[np.int64], j: NDArray[np.int64]
+    ) -> _TopK:
         key = pairs_to_condensed(i, j, self.n_samples)
         near = np.lexsort((key, d))[: self.k]
         tie_key = key if self.farthest_ties == "low" else -key
         far = np.lexsort((tie_key, -d))[: self.k]
         return (d[near], i[near], j[near]), (d[far], i[far], j[far])
 
-    def map(self, block):
+    def map(self, block: PairBlock) -> _TopK:
         d = block.values()
         k, m = self.k, d.size
         if m <= k:
@@ -1224,9 +1444,9 @@ class TopKReducer:
         i, j = block.pair_indices(pos)
         return self._keep(d[pos], i, j)
 
-    def combine(self, a, b):
-        near = tuple(np.concatenate([x, z]) for x, z in zip(a[0], b[0]))
-        far = tuple(np.concatenate([x, z]) for x, z in zip(a[1], b[1]))
+    def combine(self, a: _TopK, b: _TopK) -> _TopK:
+        near = _concat_pairs(a[0], b[0])
+        far = _concat_pairs(a[1], b[1])
         # Both halves hold whole candidate lists; re-select from their union.
         d = np.concatenate([near[0], far[0]])
         i = np.concatenate([near[1], far[1]])
@@ -1235,7 +1455,7 @@ class TopKReducer:
         _, first = np.unique(key, return_index=True)
         return self._keep(d[first], i[first], j[first])
 
-    def empty(self):
+    def empty(self) -> _TopK:
         e = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
         return e, e
 
@@ -1243,7 +1463,13 @@ class TopKReducer:
 # --------------------------------------------------------------------------
 # Rank selection
 # --------------------------------------------------------------------------
-def select_rank_windows(engine, windows, *, n_fine_bins=2**16, max_candidates=None):
+def select_rank_windows(
+    engine: PairwiseEngine,
+    windows: Sequence[tuple[int, int]],
+    *,
+    n_fine_bins: int = 2**16,
+    max_candidates: int | None = None,
+) -> list[PairDistances]:
     """Pairs at given ranks of the order by (distance, pair index).
 
     Parameters
@@ -1278,7 +1504,7 @@ def select_rank_windows(engine, windows, *, n_fine_bins=2**16, max_candidates=No
     if T <= EXACT_SORT_MAX_PAIRS and (engine.groups is None or engine.pairs == "all"):
         d = engine.condensed()
         order = stable_argsort(d)
-        out = []
+        out: list[PairDistances] = []
         for start, stop in windows:
             k = order[start:stop]
             i, j = condensed_to_pairs(k, engine.n_samples)
@@ -1290,23 +1516,39 @@ def select_rank_windows(engine, windows, *, n_fine_bins=2**16, max_candidates=No
     )
 
 
-def _sort_pairs(d, i, j, n):
+def _sort_pairs(
+    d: NDArray[np.float64], i: NDArray[np.int64], j: NDArray[np.int64], n: int
+) -> PairDistances:
     order = np.lexsort((pairs_to_condensed(i, j, n), d))
     return d[order], i[order], j[order]
 
 
-def _select_windows(engine, windows, lo, hi, below, restrict, n_bins, cap):
+def _select_windows(
+    engine: PairwiseEngine,
+    windows: list[tuple[int, int]],
+    lo: float,
+    hi: float,
+    below: int,
+    restrict: bool,
+    n_bins: int,
+    cap: int | None,
+) -> list[PairDistances]:
     """Select rank windows among pairs with ``lo <= d <= hi`` (ranks from ``below``)."""
     n = engine.n_samples
     if lo == hi:
         return [_select_ties(engine, lo, s - below, e - below) for s, e in windows]
-    counts = engine.map_reduce(HistogramReducer(lo, hi, n_bins, restrict=restrict))
+    # without y, the reducer's partial result is the array of counts
+    counts = cast(
+        "NDArray[np.intp]",
+        engine.map_reduce(HistogramReducer(lo, hi, n_bins, restrict=restrict)),
+    )
     cum = np.concatenate([[0], np.cumsum(counts)])  # cum[f]: pairs in bins < f
 
-    def first_rank(f):
+    def first_rank(f: int) -> int:
         return below + int(cum[f])
 
-    plans, collect = [], []
+    plans: list[tuple[str, int, int, int, int]] = []
+    collect: list[int] = []
     for start, stop in windows:
         f_lo = int(np.searchsorted(cum, start - below, side="right")) - 1
         f_hi = int(np.searchsorted(cum, stop - 1 - below, side="right")) - 1
@@ -1317,7 +1559,8 @@ def _select_windows(engine, windows, lo, hi, below, restrict, n_bins, cap):
             collect.extend(range(f_lo, f_hi + 1))
         else:
             plans.append(("split", start, stop, f_lo, f_hi))
-    gathered = None
+    gathered: PairDistances | None = None
+    offsets: dict[int, int] = {}
     if collect:
         sel = np.unique(np.asarray(collect, dtype=np.intp))
         d, i, j = engine.map_reduce(CollectReducer(lo, hi, n_bins, sel, restrict=restrict))
@@ -1333,14 +1576,16 @@ def _select_windows(engine, windows, lo, hi, below, restrict, n_bins, cap):
         gathered = _sort_pairs(d, i, j, n)
         starts = np.concatenate([[0], np.cumsum(counts[sel])])
         offsets = {int(f): int(s) for f, s in zip(sel, starts)}
-    out = []
+    out: list[PairDistances] = []
     for kind, start, stop, f_lo, f_hi in plans:
         if kind == "collect":
+            # a "collect" plan put its bins in collect, so they were gathered
+            gd, gi, gj = cast("PairDistances", gathered)
             base = offsets[f_lo] + (start - first_rank(f_lo))
             sl = slice(base, base + (stop - start))
-            out.append(tuple(a[sl] for a in gathered))
+            out.append((gd[sl], gi[sl], gj[sl]))
             continue
-        pieces = []
+        pieces: list[PairDistances] = []
         if f_lo == f_hi:
             pieces.append(_select_in_bin(engine, start, stop, f_lo, lo, hi, first_rank,
                                          restrict, n_bins, cap))  # fmt: skip
@@ -1356,11 +1601,28 @@ def _select_windows(engine, windows, lo, hi, below, restrict, n_bins, cap):
                 pieces.append(_sort_pairs(d, i, j, n))
             pieces.append(_select_in_bin(engine, begin_hi, stop, f_hi, lo, hi, first_rank,
                                          restrict, n_bins, cap))  # fmt: skip
-        out.append(tuple(np.concatenate(parts) for parts in zip(*pieces)))
+        out.append(
+            (
+                np.concatenate([p[0] for p in pieces]),
+                np.concatenate([p[1] for p in pieces]),
+                np.concatenate([p[2] for p in pieces]),
+            )
+        )
     return out
 
 
-def _select_in_bin(engine, start, stop, f, lo, hi, first_rank, restrict, n_bins, cap):
+def _select_in_bin(
+    engine: PairwiseEngine,
+    start: int,
+    stop: int,
+    f: int,
+    lo: float,
+    hi: float,
+    first_rank: Callable[[int], int],
+    restrict: bool,
+    n_bins: int,
+    cap: int | None,
+) -> PairDistances:
     sub_lo, sub_hi, _ = engine.map_reduce(MinMaxReducer(bin_filter=(lo, hi, n_bins, f)))
     # Bins are monotone in the distance, so the pairs of bin f are exactly those
     # between its smallest and largest distance: refine over that range.
@@ -1369,7 +1631,9 @@ def _select_in_bin(engine, start, stop, f, lo, hi, first_rank, restrict, n_bins,
     )[0]
 
 
-def _select_ties(engine, value, start, stop):
+def _select_ties(
+    engine: PairwiseEngine, value: float, start: int, stop: int
+) -> PairDistances:
     """Pairs of relative ranks ``[start, stop)`` among those at distance ``value``."""
     per_row = engine.map_reduce(_EqualRowCounts(value, engine.n_samples))
     cum = np.concatenate([[0], np.cumsum(per_row)])
@@ -1387,8 +1651,14 @@ def _select_ties(engine, value, start, stop):
 # --------------------------------------------------------------------------
 # Public helper
 # --------------------------------------------------------------------------
-def condensed_distances(X, *, metric="cosine", block_size=None, n_jobs=None):
-    """Distances of all pairs of essays, in the condensed order of ``pdist``.
+def condensed_distances(
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    *,
+    metric: Metric = "cosine",
+    block_size: int | None = None,
+    n_jobs: int | None = None,
+) -> NDArray[np.float64]:
+    """Return the distances of all pairs of essays, in the condensed order of ``pdist``.
 
     A drop-in for :func:`scipy.spatial.distance.pdist` that is computed block by
     block with BLAS, accepts sparse matrices (TF-IDF) and defines the cosine
@@ -1450,10 +1720,12 @@ class TableResult(Bunch):
     [3, 3]
     """
 
-    _frame_keys = ()
-    _frame_index = None
+    #: Keys of the per-row arrays that :meth:`to_frame` puts in columns.
+    _frame_keys: tuple[str, ...] = ()
+    #: Key of the array that indexes the frame, or None for a range index.
+    _frame_index: str | None = None
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The table as a :class:`pandas.DataFrame` (needs pandas)."""
         from ..resources import require
 

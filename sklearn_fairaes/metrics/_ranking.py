@@ -12,6 +12,7 @@ row per essay in both (row ``i`` of ``X_paraphrased`` paraphrases row ``i`` of
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
@@ -19,13 +20,19 @@ from sklearn.utils import Bunch, check_random_state
 from ..exceptions import UndefinedMetricWarning
 from ._pairwise import PairwiseEngine, check_int
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._pairwise import Metric
+
 __all__ = ["paraphrase_ndcg"]
 
 #: Query essays whose distances to all others are computed at once.
 _QUERY_CHUNK = 64
 
 
-def _row_spearman(a, b):
+def _row_spearman(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
     """Spearman's rho of each row of ``a`` with the same row of ``b``.
 
     Average ranks for ties, as :func:`scipy.stats.spearmanr`; NaN for a row
@@ -44,15 +51,15 @@ def _row_spearman(a, b):
 
 
 def paraphrase_ndcg(
-    X_original,
-    X_paraphrased,
+    X_original: ArrayLike | sp.spmatrix | sp.sparray,
+    X_paraphrased: ArrayLike | sp.spmatrix | sp.sparray,
     *,
-    n_samples=100,
-    k=None,
-    return_details=False,
-    random_state=None,
-    metric="cosine",
-):
+    n_samples: int = 100,
+    k: int | None = None,
+    return_details: bool = False,
+    random_state: int | np.random.RandomState | None = None,
+    metric: Metric = "cosine",
+) -> float | Bunch:
     """How well the similarity ranking of essays survives paraphrasing (NDCG).
 
     For each sampled essay ``i``, the other essays are ranked twice: the

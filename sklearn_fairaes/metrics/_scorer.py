@@ -26,6 +26,8 @@ search calls ``predict`` once per fold for all of them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -38,23 +40,28 @@ from ._agreement import qwk, standardized_mean_difference
 from ._individual import lipschitz_fraction, score_distance_curve
 from ._ranking import paraphrase_ndcg
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+
 __all__ = ["make_fairness_scorer", "get_scorer", "get_scorer_names", "FairnessScorer"]
 
 
-def _abs_smd(y_true, y_pred, **kwargs):
+def _abs_smd(y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> float:
     return abs(standardized_mean_difference(y_true, y_pred, **kwargs))
 
 
-def _trend(X, y_pred, **kwargs):
+def _trend(X: Any, y_pred: ArrayLike, **kwargs: Any) -> float:
     return float(score_distance_curve(X, y_pred, **kwargs).spearman_rho)
 
 
-def _paraphrase_ndcg(X, X_para, **kwargs):
+def _paraphrase_ndcg(X: Any, X_para: Any, **kwargs: Any) -> float:
     return paraphrase_ndcg(X, X_para, **kwargs)
 
 
 # name -> (function, kind, greater_is_better, needs)
-_REGISTRY = {
+_REGISTRY: dict[str, tuple[Callable[..., Any], str, bool, str]] = {
     "qwk": (qwk, "agreement", True, "scores"),
     "neg_abs_smd": (_abs_smd, "agreement", False, "scores"),
     "lipschitz_fraction": (lipschitz_fraction, "fairness", True, "pairs"),
@@ -63,8 +70,8 @@ _REGISTRY = {
 }
 
 
-def get_scorer_names():
-    """Names accepted by :func:`get_scorer` and :func:`make_fairness_scorer`.
+def get_scorer_names() -> list[str]:
+    """Return the names accepted by :func:`get_scorer` and :func:`make_fairness_scorer`.
 
     Returns
     -------
@@ -80,7 +87,7 @@ def get_scorer_names():
     return sorted(_REGISTRY)
 
 
-def _is_text(X):
+def _is_text(X: object) -> bool:
     if isinstance(X, (list, tuple)):
         return bool(X) and isinstance(X[0], str)
     dtype = getattr(X, "dtype", None)
@@ -89,7 +96,7 @@ def _is_text(X):
     return False
 
 
-def _fitted(representation, essays):
+def _fitted(representation: Any, essays: Sequence[str]) -> Any:
     """The representation itself when fitted, else a clone fitted on ``essays``."""
     try:
         check_is_fitted(representation)
@@ -98,7 +105,7 @@ def _fitted(representation, essays):
         return clone(representation).fit(essays)
 
 
-def _represent(representation, essays):
+def _represent(representation: Any, essays: Sequence[str]) -> Any:
     out = _fitted(representation, essays).transform(essays)
     return out.to_numpy() if hasattr(out, "to_numpy") else out
 
@@ -110,6 +117,30 @@ class FairnessScorer(_BaseScorer):
     the task representation comes from. Use it wherever sklearn takes a
     scorer. ``kind`` tells :class:`~sklearn_fairaes.FairGridSearchCV` whether
     it measures agreement or fairness.
+
+    Parameters
+    ----------
+    score_func : callable
+        The metric: ``score_func(y_true, y_pred, **kwargs)`` when ``needs`` is
+        ``"scores"``, ``score_func(X, y_pred, **kwargs)`` when it is
+        ``"pairs"``, ``score_func(Z, Z_paraphrased, **kwargs)`` when it is
+        ``"paraphrases"``.
+    sign : {1, -1}
+        Multiplies the metric's value: -1 turns a lower-is-better metric into a
+        score.
+    kwargs : dict
+        Options passed to ``score_func`` on every call.
+    kind : {"agreement", "fairness"}
+        Whether the scorer measures agreement with the human scores or fairness.
+    needs : {"scores", "pairs", "paraphrases"}
+        What the predictions are compared with: the human scores, the distances
+        of the essays under the task representation, or the essays'
+        paraphrases.
+    representation : transformer, default=None
+        The task representation of the essays; an unfitted one is fitted on the
+        essays being scored.
+    name : str, default=None
+        Name of the metric, shown in messages and in the repr.
 
     Examples
     --------
@@ -124,15 +155,23 @@ class FairnessScorer(_BaseScorer):
     """
 
     def __init__(
-        self, score_func, sign, kwargs, *, kind, needs, representation=None, name=None
-    ):
+        self,
+        score_func: Callable[..., Any],
+        sign: int,
+        kwargs: dict[str, Any],
+        *,
+        kind: str,
+        needs: str,
+        representation: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__(score_func, sign, kwargs, response_method="predict")
         self.kind = kind
         self._needs = needs
         self._representation = representation
         self._name = name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         rep = (
             ""
             if self._representation is None
@@ -141,7 +180,7 @@ class FairnessScorer(_BaseScorer):
         kw = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())
         return f"make_fairness_scorer({self._name!r}{rep}{kw})"
 
-    def _task_matrix(self, X, embeddings, estimator=None):
+    def _task_matrix(self, X: Any, embeddings: Any, estimator: Any = None) -> Any:
         if embeddings is not None:
             return check_embeddings(embeddings, name="embeddings")
         if self._representation is not None:
@@ -157,7 +196,7 @@ class FairnessScorer(_BaseScorer):
             )
         return X
 
-    def _model_representation(self, estimator, essays):
+    def _model_representation(self, estimator: Any, essays: Sequence[str]) -> Any:
         if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
             raise ValueError(
                 "paraphrase_ndcg scores a representation: pass representation= to "
@@ -167,7 +206,14 @@ class FairnessScorer(_BaseScorer):
         out = estimator[:-1].transform(essays)
         return out.to_numpy() if hasattr(out, "to_numpy") else out
 
-    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+    def _score(
+        self,
+        method_caller: Callable[..., Any],
+        estimator: Any,
+        X: Any,
+        y_true: Any,
+        **kwargs: Any,
+    ) -> float:
         embeddings = kwargs.pop("embeddings", None)
         paraphrases = kwargs.pop("paraphrases", None)
         scoring_kwargs = {**self._kwargs, **kwargs}
@@ -195,11 +241,17 @@ class FairnessScorer(_BaseScorer):
         return self._sign * self._score_func(Z, y_pred, **scoring_kwargs)
 
 
-def _densify(Z):
+def _densify(Z: Any) -> NDArray[Any]:
     return Z.toarray() if hasattr(Z, "toarray") else np.asarray(Z)
 
 
-def make_fairness_scorer(metric, *, representation=None, greater_is_better=None, **kwargs):
+def make_fairness_scorer(
+    metric: str | Callable[..., float],
+    *,
+    representation: Any = None,
+    greater_is_better: bool | None = None,
+    **kwargs: Any,
+) -> FairnessScorer:
     """Make a scorer from a metric of this package, by name or as a function.
 
     Parameters
@@ -280,7 +332,7 @@ def make_fairness_scorer(metric, *, representation=None, greater_is_better=None,
     )
 
 
-def get_scorer(name):
+def get_scorer(name: str) -> FairnessScorer:
     """Return the scorer of a metric name, with default options.
 
     Parameters
@@ -292,6 +344,8 @@ def get_scorer(name):
     Returns
     -------
     scorer : FairnessScorer
+        The scorer of ``name``, as :func:`make_fairness_scorer` makes it
+        without options.
 
     Examples
     --------

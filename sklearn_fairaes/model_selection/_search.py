@@ -13,9 +13,15 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FairGridSearchCV",
@@ -26,13 +32,32 @@ __all__ = [
 
 _SELECTIONS = ("constrained", "pareto", "weighted")
 
+_Search = TypeVar("_Search", bound="_FairSearchMixin")
+
 
 class FairnessConstraintWarning(UserWarning):
-    """No candidate met the fairness constraints; the least violating one was chosen."""
+    """No candidate met the fairness constraints; the least violating one was chosen.
+
+    Raised by :class:`FairGridSearchCV` and :class:`FairRandomizedSearchCV`
+    with ``selection="constrained"``; the message gives the total shortfall of
+    the chosen candidate.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_fairaes.model_selection import FairnessConstraintWarning
+    >>> issubclass(FairnessConstraintWarning, UserWarning)
+    True
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("no candidate meets the constraints", FairnessConstraintWarning)
+    >>> caught[0].category.__name__
+    'FairnessConstraintWarning'
+    """
 
 
-def pareto_front(scores):
-    """Indices of the rows of ``scores`` that no other row dominates.
+def pareto_front(scores: ArrayLike) -> NDArray[np.int_]:
+    """Return the indices of the rows of ``scores`` that no other row dominates.
 
     A row dominates another when it is at least as good on every column and
     better on one (higher is better everywhere). NaN rows are never on the front.
@@ -40,6 +65,7 @@ def pareto_front(scores):
     Parameters
     ----------
     scores : array-like of shape (n_candidates, n_objectives)
+        One row per candidate, one column per objective (higher is better).
 
     Returns
     -------
@@ -58,7 +84,7 @@ def pareto_front(scores):
             f"scores must be 2-D (candidates x objectives), got shape {S.shape}"
         )
     valid = ~np.isnan(S).any(axis=1)
-    front = []
+    front: list[np.intp] = []
     for i in np.flatnonzero(valid):
         others = S[valid]
         dominated = np.any(np.all(others >= S[i], axis=1) & np.any(others > S[i], axis=1))
@@ -74,18 +100,25 @@ class _SelectionRule:
     search can expose them after ``fit``.
     """
 
-    def __init__(self, agreement, fairness, constraints, selection, weights):
+    def __init__(
+        self,
+        agreement: str,
+        fairness: list[str],
+        constraints: dict[str, float],
+        selection: str,
+        weights: dict[str, float],
+    ) -> None:
         self.agreement = agreement
         self.fairness = fairness
         self.constraints = constraints
         self.selection = selection
         self.weights = weights
-        self.info = {}
+        self.info: dict[str, Any] = {}
 
-    def _means(self, results, name):
+    def _means(self, results: Mapping[str, Any], name: str) -> NDArray[np.float64]:
         return np.asarray(results[f"mean_test_{name}"], dtype=float)
 
-    def __call__(self, results):
+    def __call__(self, results: Mapping[str, Any]) -> int:
         agree = self._means(results, self.agreement)
         n = agree.shape[0]
         violation = np.zeros(n)
@@ -129,7 +162,21 @@ class _SelectionRule:
 class _FairSearchMixin:
     """What both fair searches add to sklearn's: validation and the selection rule."""
 
-    def _fair_scorers(self):
+    # set by the searches' __init__ (parameters) and by sklearn's fit
+    scoring: Any
+    refit: Any
+    fairness_constraints: Mapping[str, float] | None
+    selection: str
+    selection_weights: Mapping[str, float] | None
+    cv_results_: dict[str, Any]
+    best_index_: int
+    # set by fit below
+    agreement_scorer_: str
+    fairness_scorers_: list[str]
+    best_score_: float
+    pareto_front_: NDArray[np.int_]
+
+    def _fair_scorers(self) -> _SelectionRule:
         scoring = self.scoring
         if not isinstance(scoring, dict) or len(scoring) < 2:
             raise ValueError(
@@ -165,7 +212,7 @@ class _FairSearchMixin:
                 f"refit must be True or the name of the agreement scorer; got {refit!r} "
                 f"(the selection rule is the 'selection' parameter)"
             )
-        constraints = dict(self.fairness_constraints or {})
+        constraints: dict[str, Any] = dict(self.fairness_constraints or {})
         for name, bound in constraints.items():
             if name not in scoring:
                 raise ValueError(
@@ -180,7 +227,8 @@ class _FairSearchMixin:
             if (
                 not isinstance(bound, numbers.Real)
                 or isinstance(bound, bool)
-                or not 0.0 <= bound <= 1.0
+                # numbers.Real declares no comparison with float; compare as is
+                or not 0.0 <= cast(float, bound) <= 1.0
             ):
                 raise ValueError(
                     f"fairness constraint for {name!r} must be a number in [0, 1] (the "
@@ -205,35 +253,36 @@ class _FairSearchMixin:
                 "selection='constrained' needs fairness_constraints, e.g. "
                 "{'lipschitz_fraction': 0.95}; or use selection='pareto' or 'weighted'"
             )
-        weights = self.selection_weights
-        if weights is None:
+        given = self.selection_weights
+        if given is None:
             names = [agreement, *fairness]
             weights = {n: 1.0 / len(names) for n in names}
         else:
-            unknown = sorted(set(weights) - {agreement, *fairness})
+            unknown = sorted(set(given) - {agreement, *fairness})
             if unknown:
                 raise ValueError(
                     f"selection_weights names {unknown}, which are not agreement or "
                     f"fairness scorers of this search ({sorted([agreement, *fairness])})"
                 )
-            weights = {k: float(v) for k, v in weights.items()}
+            weights = {k: float(v) for k, v in given.items()}
         return _SelectionRule(agreement, fairness, constraints, self.selection, weights)
 
-    def fit(self, X, y=None, **params):
+    def fit(self: _Search, X: Any, y: ArrayLike | None = None, **params: Any) -> _Search:
         """Run the search and select a candidate with the fairness rule.
 
         Parameters
         ----------
         X : list of str, array-like or sparse matrix
             Essays (for pipelines that start with a representation) or features.
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,), default=None
             Human scores.
-        **params
+        **params : dict
             Passed on as sklearn's search does (metadata routing).
 
         Returns
         -------
         self : object
+            The fitted search.
         """
         rule = self._fair_scorers()  # all checks run before any work is done
         user_refit = self.refit
@@ -242,7 +291,8 @@ class _FairSearchMixin:
         # get_params, clone and score() see what the user passed.
         self.refit = rule
         try:
-            super().fit(X, y, **params)
+            # sklearn is untyped here, so mypy cannot see the search's own fit
+            cast(Any, super()).fit(X, y, **params)
         finally:
             self.refit = user_refit
         info = rule.info
@@ -263,8 +313,8 @@ class _FairSearchMixin:
             self.cv_results_["weighted_score"] = info["weighted_score"]
         return self
 
-    def summary_frame(self):
-        """One row per candidate: parameters, mean/std of every score, and flags.
+    def summary_frame(self) -> pd.DataFrame:
+        """Return one row per candidate: parameters, mean/std of every score, and flags.
 
         Returns
         -------
@@ -303,12 +353,27 @@ class _FairSearchMixin:
         )
 
 
-_FAIR_DOC = """
+# The two searches' docstrings share these blocks; the order of the
+# parameters follows each class's signature (numpydoc checks it).
+_ESTIMATOR_DOC = """
     Parameters
     ----------
-    estimator : estimator
-        Typically a Pipeline whose first step is an essay representation.
-    {space} : dict or list of dicts
+    estimator : estimator object
+        Typically a Pipeline whose first step is an essay representation; it
+        is cloned for every candidate.
+"""
+_PARAM_GRID_DOC = """\
+    param_grid : dict or list of dicts
+        Parameter names (str) mapped to the lists of settings to try, or a list
+        of such dicts, whose grids are explored one after the other.
+"""
+_PARAM_DISTRIBUTIONS_DOC = """\
+    param_distributions : dict or list of dicts
+        Parameter names (str) mapped to distributions (with an ``rvs`` method,
+        e.g. from ``scipy.stats``) or to lists of settings, which are sampled
+        uniformly; with a list of dicts, a dict is drawn first.
+"""
+_FAIRNESS_DOC = """\
     scoring : dict of str -> scorer
         At least one agreement scorer (e.g. ``sf.make_fairness_scorer("qwk")``)
         and one or more fairness scorers (e.g.
@@ -318,7 +383,7 @@ _FAIR_DOC = """
     fairness_constraints : dict of str -> float, default=None
         Smallest acceptable mean (cross-validated) score of each named
         fairness scorer, in [0, 1].
-    selection : {{"constrained", "pareto", "weighted"}}, default="constrained"
+    selection : {"constrained", "pareto", "weighted"}, default="constrained"
         How the refitted candidate is chosen:
 
         - ``"constrained"``: the best agreement among candidates that meet every
@@ -331,14 +396,44 @@ _FAIR_DOC = """
           equal weights). Scores are used as they are, so mind their scales.
     selection_weights : dict of str -> float, default=None
         Weights for ``selection="weighted"``.
+"""
+_N_ITER_DOC = """\
+    n_iter : int, default=10
+        Number of parameter settings that are sampled; it trades off runtime
+        against the quality of the solution.
+"""
+_REFIT_TO_PRE_DISPATCH_DOC = """\
     refit : True or str, default=True
         The agreement scorer to maximise (its name in ``scoring``); True when
         exactly one scorer has ``kind == "agreement"``. The best candidate is
         refitted on all the data, as sklearn does.
-    cv, n_jobs, verbose, pre_dispatch, error_score, return_train_score
-        As in scikit-learn's search. ``n_jobs`` uses joblib; inside
-        ``joblib.parallel_config(backend="dask")`` the candidates run on a Dask
-        cluster.
+    cv : int, cross-validation generator or an iterable, default=None
+        Determines the cross-validation splitting strategy: None for 5-fold, an
+        int for that many folds (stratified for classifiers), or a splitter or
+        an iterable of (train, test) index arrays.
+    n_jobs : int, default=None
+        Number of jobs to run in parallel; ``None`` means 1 unless in a
+        :obj:`joblib.parallel_config` context, ``-1`` means all processors.
+        Inside ``joblib.parallel_config(backend="dask")`` the candidates run on
+        a Dask cluster.
+    verbose : int, default=0
+        Controls the verbosity: the higher, the more messages.
+    pre_dispatch : int or str, default="2*n_jobs"
+        Controls the number of jobs that get dispatched during parallel
+        execution (a number, or an expression of ``n_jobs``).
+"""
+_RANDOM_STATE_DOC = """\
+    random_state : int, RandomState instance or None, default=None
+        Pseudo random number generator state used to sample the candidates;
+        pass an int for reproducible output across multiple function calls.
+"""
+_ERROR_TO_END_DOC = """\
+    error_score : "raise" or numeric, default=np.nan
+        Value to assign to the score if an error occurs in estimator fitting;
+        with ``"raise"``, the error is raised.
+    return_train_score : bool, default=False
+        If False, the ``cv_results_`` attribute does not include training
+        scores.
 
     Attributes
     ----------
@@ -352,7 +447,9 @@ _FAIR_DOC = """
     pareto_front_ : ndarray of int
         Candidates on the Pareto front over agreement and fairness.
     agreement_scorer_ : str
+        Name of the agreement scorer that was maximised.
     fairness_scorers_ : list of str
+        Names of the fairness scorers, sorted.
 """
 
 
@@ -360,7 +457,11 @@ class FairGridSearchCV(_FairSearchMixin, GridSearchCV):
     __doc__ = (
         """Grid search that selects for agreement under individual-fairness constraints.
 """
-        + _FAIR_DOC.format(space="param_grid")
+        + _ESTIMATOR_DOC
+        + _PARAM_GRID_DOC
+        + _FAIRNESS_DOC
+        + _REFIT_TO_PRE_DISPATCH_DOC
+        + _ERROR_TO_END_DOC
         + """
     Examples
     --------
@@ -385,21 +486,21 @@ class FairGridSearchCV(_FairSearchMixin, GridSearchCV):
 
     def __init__(
         self,
-        estimator,
-        param_grid,
+        estimator: Any,
+        param_grid: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
-        scoring,
-        fairness_constraints=None,
-        selection="constrained",
-        selection_weights=None,
-        refit=True,
-        cv=None,
-        n_jobs=None,
-        verbose=0,
-        pre_dispatch="2*n_jobs",
-        error_score=np.nan,
-        return_train_score=False,
-    ):
+        scoring: Mapping[str, Any],
+        fairness_constraints: Mapping[str, float] | None = None,
+        selection: str = "constrained",
+        selection_weights: Mapping[str, float] | None = None,
+        refit: bool | str = True,
+        cv: int | Any | None = None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+        pre_dispatch: int | str = "2*n_jobs",
+        error_score: float | str = np.nan,
+        return_train_score: bool = False,
+    ) -> None:
         super().__init__(
             estimator,
             param_grid,
@@ -421,10 +522,14 @@ class FairRandomizedSearchCV(_FairSearchMixin, RandomizedSearchCV):
     __doc__ = (
         """Randomized search that selects for agreement under fairness constraints.
 """
-        + _FAIR_DOC.format(space="param_distributions")
-        + """    n_iter : int, default=10
-    random_state : int, RandomState instance or None, default=None
-
+        + _ESTIMATOR_DOC
+        + _PARAM_DISTRIBUTIONS_DOC
+        + _FAIRNESS_DOC
+        + _N_ITER_DOC
+        + _REFIT_TO_PRE_DISPATCH_DOC
+        + _RANDOM_STATE_DOC
+        + _ERROR_TO_END_DOC
+        + """
     Examples
     --------
     >>> import numpy as np
@@ -447,23 +552,23 @@ class FairRandomizedSearchCV(_FairSearchMixin, RandomizedSearchCV):
 
     def __init__(
         self,
-        estimator,
-        param_distributions,
+        estimator: Any,
+        param_distributions: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
-        scoring,
-        fairness_constraints=None,
-        selection="constrained",
-        selection_weights=None,
-        n_iter=10,
-        refit=True,
-        cv=None,
-        n_jobs=None,
-        verbose=0,
-        pre_dispatch="2*n_jobs",
-        random_state=None,
-        error_score=np.nan,
-        return_train_score=False,
-    ):
+        scoring: Mapping[str, Any],
+        fairness_constraints: Mapping[str, float] | None = None,
+        selection: str = "constrained",
+        selection_weights: Mapping[str, float] | None = None,
+        n_iter: int = 10,
+        refit: bool | str = True,
+        cv: int | Any | None = None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+        pre_dispatch: int | str = "2*n_jobs",
+        random_state: int | np.random.RandomState | None = None,
+        error_score: float | str = np.nan,
+        return_train_score: bool = False,
+    ) -> None:
         super().__init__(
             estimator,
             param_distributions,

@@ -24,15 +24,20 @@ import functools
 import hashlib
 import numbers
 import re
-from typing import NamedTuple
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_essays
 from ..resources import ResourceNotFoundError
+
+if TYPE_CHECKING:
+    from ..features._tokenize import TokenizedEssay
 
 __all__ = ["EXTRA_STOP_WORDS", "WordEdit", "WordNetParaphraser"]
 
@@ -82,7 +87,9 @@ _VOWELS = frozenset("aeiou")
 class WordEdit(NamedTuple):
     """One replaced word of a paraphrase.
 
-    Attributes
+    The fields are also the attributes of the same names.
+
+    Parameters
     ----------
     start : int
         Character offset of the word in the original essay; the word spans
@@ -91,6 +98,16 @@ class WordEdit(NamedTuple):
         The word as written in the essay.
     replacement : str
         What it became in the paraphrase (case restored).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.paraphrase import WordEdit
+    >>> essay = "The old car was repaired."
+    >>> edit = WordEdit(8, "car", "auto")
+    >>> essay[edit.start : edit.start + len(edit.original)]
+    'car'
+    >>> essay[: edit.start] + edit.replacement + essay[edit.start + len(edit.original) :]
+    'The old auto was repaired.'
     """
 
     start: int
@@ -100,7 +117,7 @@ class WordEdit(NamedTuple):
 
 # ----------------------------------------------------------------- WordNet
 @functools.lru_cache(maxsize=1)
-def _wordnet():
+def _wordnet() -> tuple[Any, dict[str, dict[str, tuple[str, ...]]], bool]:
     from ..resources import ensure_wordnet
 
     ensure_wordnet()
@@ -109,9 +126,9 @@ def _wordnet():
     wordnet.ensure_loaded()
     # base form -> its irregular forms, from WordNet's exception lists
     # (noun.exc, verb.exc): "stop" -> ("stopped", "stopping"), "go" -> ("went", "gone")
-    irregular = {}
+    irregular: dict[str, dict[str, tuple[str, ...]]] = {}
     for pos in ("n", "v"):
-        table = {}
+        table: dict[str, list[str]] = {}
         for form, bases in wordnet._exception_map[pos].items():
             for base in bases:
                 table.setdefault(base, []).append(form)
@@ -123,7 +140,7 @@ def _wordnet():
     return wordnet, irregular, has_counts
 
 
-def _regular_plural(noun):
+def _regular_plural(noun: str) -> str:
     if noun.endswith(("s", "x", "z", "ch", "sh")):
         return noun + "es"
     if noun.endswith("y") and len(noun) > 1 and noun[-2] not in _VOWELS:
@@ -131,7 +148,7 @@ def _regular_plural(noun):
     return noun + "s"
 
 
-def _regular_3sg(verb):
+def _regular_3sg(verb: str) -> str:
     if verb.endswith(("s", "x", "z", "ch", "sh", "o")):
         return verb + "es"
     if verb.endswith("y") and len(verb) > 1 and verb[-2] not in _VOWELS:
@@ -139,7 +156,7 @@ def _regular_3sg(verb):
     return verb + "s"
 
 
-def _regular_past(verb):
+def _regular_past(verb: str) -> str:
     if verb.endswith("e"):
         return verb + "d"
     if verb.endswith("y") and len(verb) > 1 and verb[-2] not in _VOWELS:
@@ -147,7 +164,7 @@ def _regular_past(verb):
     return verb + "ed"
 
 
-def _regular_ing(verb):
+def _regular_ing(verb: str) -> str:
     if verb.endswith("ie"):
         return verb[:-2] + "ying"
     if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")) and len(verb) > 2:
@@ -155,7 +172,7 @@ def _regular_ing(verb):
     return verb + "ing"
 
 
-def _inflect(lemma, pos, form):
+def _inflect(lemma: str, pos: str, form: str) -> str | None:
     """``lemma`` in the inflection ``form``, or None when it cannot be trusted.
 
     Irregular forms come from WordNet's exception lists; regular ones from the
@@ -195,7 +212,9 @@ def _inflect(lemma, pos, form):
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _synonyms(lower, tag, max_senses, min_count, min_length):
+def _synonyms(
+    lower: str, tag: str, max_senses: int, min_count: int, min_length: int
+) -> tuple[str, ...]:
     """Inflected WordNet synonyms of a lower-case word with a Penn tag.
 
     They come from the first of the lemma's first ``max_senses`` senses that
@@ -213,7 +232,7 @@ def _synonyms(lower, tag, max_senses, min_count, min_length):
     # that equals its base: inflection unknown -> skipped).
     if (form == "base") != (lemma == lower):
         return ()
-    senses = []
+    senses: list[tuple[Any, Any]] = []
     for synset in wn.synsets(lemma, pos):
         own = [lem for lem in synset.lemmas() if lem.name().lower() == lemma]
         if own:
@@ -224,7 +243,7 @@ def _synonyms(lower, tag, max_senses, min_count, min_length):
         # ("longanimity") is too rare to trust
         if min_count and own.count() < min_count:
             continue
-        out = []
+        out: list[str] = []
         for lem in synset.lemmas():
             name = lem.name()
             if (
@@ -245,7 +264,7 @@ def _synonyms(lower, tag, max_senses, min_count, min_length):
     return ()
 
 
-def _restore_case(original, replacement):
+def _restore_case(original: str, replacement: str) -> str:
     if original.islower():
         return replacement
     if original.isupper():
@@ -253,13 +272,13 @@ def _restore_case(original, replacement):
     return replacement[0].upper() + replacement[1:]
 
 
-def _case_kind_ok(word):
+def _case_kind_ok(word: str) -> bool:
     # lower, ALL-CAPS or Title-case; anything else (iPhone, McDonald) is left alone
     return word.islower() or word.isupper() or (word[0].isupper() and word[1:].islower())
 
 
 # ------------------------------------------------------------ tokenization
-def _normalized_with_offsets(text):
+def _normalized_with_offsets(text: str) -> tuple[str, list[int] | None]:
     """``normalize_text(text)`` and, for each of its characters, where it starts in ``text``.
 
     The tokenizer repairs mojibake (three characters -> one) before it splits,
@@ -272,7 +291,8 @@ def _normalized_with_offsets(text):
         norm = text.replace("\u2019", "'").replace("\u2018", "'")
         return norm, None
     table = dict(_MOJIBAKE)
-    chars, starts = [], []
+    chars: list[str] = []
+    starts: list[int] = []
     i, n = 0, len(text)
     while i < n:
         good = table.get(text[i : i + 3]) if text[i] == "\u00e2" else None
@@ -288,7 +308,7 @@ def _normalized_with_offsets(text):
     return "".join(chars), starts
 
 
-def _word_slots(text):
+def _word_slots(text: str) -> tuple[TokenizedEssay, list[tuple[int, int] | None]]:
     """Tokenize one essay; return its TokenizedEssay and each token's span in ``text``.
 
     Spans are ``(start, end)`` in the original text, or None for a token that
@@ -298,7 +318,8 @@ def _word_slots(text):
 
     norm, starts = _normalized_with_offsets(text)
     tokenized = tokenize_essay(norm)
-    spans, cursor = [], 0
+    spans: list[tuple[int, int] | None] = []
+    cursor = 0
     for tok in tokenized.tokens:
         at = norm.find(tok, cursor) if tok else -1
         if at < 0:
@@ -314,14 +335,14 @@ def _word_slots(text):
     return tokenized, spans
 
 
-def _inside_word(text, span):
+def _inside_word(text: str, span: tuple[int, int]) -> bool:
     # The tokenizer splits some words ("wanna" -> "wan" + "na"); a piece that
     # touches another letter or digit is part of a longer word and stays.
     a, b = span
     return (a > 0 and text[a - 1].isalnum()) or (b < len(text) and text[b].isalnum())
 
 
-def _essay_seed(base_seed, text):
+def _essay_seed(base_seed: int, text: str) -> np.random.SeedSequence:
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
     words = np.frombuffer(digest.digest(), dtype="<u4").tolist()
     return np.random.SeedSequence([int(base_seed), *words])
@@ -438,7 +459,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    sklearn_fairaes.metrics.paraphrase_ndcg : whether a representation keeps
+    sklearn_fairaes.metrics.paraphrase_ndcg : Whether a representation keeps
         the similarity ranking of essays under paraphrase.
 
     Notes
@@ -461,18 +482,21 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
      WordEdit(start=43, original='repaired', replacement='mended')]
     """
 
+    # set by fit
+    pos_tagger_: str
+
     def __init__(
         self,
-        rate=0.3,
+        rate: float = 0.3,
         *,
-        random_state=None,
-        pos_tagger="auto",
-        keep_placeholders=True,
-        min_word_length=3,
-        max_senses=2,
-        min_count=2,
-        stop_words="english",
-    ):
+        random_state: int | np.random.RandomState | None = None,
+        pos_tagger: str | Callable[[list[str]], Sequence[str]] = "auto",
+        keep_placeholders: bool = True,
+        min_word_length: int = 3,
+        max_senses: int = 2,
+        min_count: int = 2,
+        stop_words: str | Collection[str] | None = "english",
+    ) -> None:
         self.rate = rate
         self.random_state = random_state
         self.pos_tagger = pos_tagger
@@ -483,7 +507,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         self.stop_words = stop_words
 
     # ------------------------------------------------------------ params
-    def _validate_params(self):
+    def _validate_params(self) -> None:
         rate = self.rate
         if (
             not isinstance(rate, numbers.Real)
@@ -515,7 +539,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         check_random_state(self.random_state)
         self._stop_word_set()
 
-    def _stop_word_set(self):
+    def _stop_word_set(self) -> frozenset[str]:
         stop = self.stop_words
         if stop is None:
             return frozenset()
@@ -544,7 +568,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         return frozenset(w.lower() for w in words)
 
     # ------------------------------------------------------------- API
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> WordNetParaphraser:
         """Check the parameters and pick the POS backend; nothing is learned.
 
         Parameters
@@ -557,6 +581,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : object
+            The fitted paraphraser.
         """
         from ..features._pos import resolve_pos_tagger
 
@@ -577,7 +602,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
             )
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> list[str]:
         """Paraphrase each essay.
 
         Parameters
@@ -592,12 +617,13 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         """
         return self.paraphrase_with_edits(X)[0]
 
-    def paraphrase_with_edits(self, X):
+    def paraphrase_with_edits(self, X: ArrayLike) -> tuple[list[str], list[list[WordEdit]]]:
         """Paraphrase each essay and say which words changed.
 
         Parameters
         ----------
         X : list, tuple, 1-D array or pandas Series of str
+            The essays; empty strings are allowed (returned as they are).
 
         Returns
         -------
@@ -615,15 +641,15 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         return self._paraphrase(essays)
 
     # ------------------------------------------------------------- work
-    def _base_seed(self):
+    def _base_seed(self) -> int:
         if isinstance(self.random_state, numbers.Integral):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
-    def _tagger_label(self):
+    def _tagger_label(self) -> str | Callable[[list[str]], Sequence[str]]:
         return self.pos_tagger if callable(self.pos_tagger) else self.pos_tagger_
 
-    def _paraphrase(self, essays):
+    def _paraphrase(self, essays: Sequence[str]) -> tuple[list[str], list[list[WordEdit]]]:
         from ..features._pos import tag_essays
         from ..features._tokenize import is_placeholder, placeholder_stand_in
 
@@ -633,10 +659,12 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         parsed = [_word_slots(essays[i]) for i in todo]
         tags = tag_essays([tok for tok, _ in parsed], self._tagger_label()) if todo else []
 
-        out, all_edits = list(essays), [[] for _ in essays]
+        out = list(essays)
+        all_edits: list[list[WordEdit]] = [[] for _ in essays]
         for i, (tokenized, spans), essay_tags in zip(todo, parsed, tags):
             text = essays[i]
-            edits, candidates = [], []
+            edits: list[WordEdit] = []
+            candidates: list[tuple[int, str, tuple[str, ...]]] = []
             for tok, span, tag in zip(tokenized.tokens, spans, essay_tags):
                 if span is None:
                     continue
@@ -678,7 +706,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
             out[i] = _apply_edits(text, edits)
         return out, all_edits
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False
@@ -686,11 +714,12 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         return tags
 
 
-def _apply_edits(text, edits):
+def _apply_edits(text: str, edits: Sequence[WordEdit]) -> str:
     """Rebuild ``text`` with each edit's word replaced; every other character kept."""
     if not edits:
         return text
-    pieces, cursor = [], 0
+    pieces: list[str] = []
+    cursor = 0
     for start, original, replacement in edits:
         pieces.append(text[cursor:start])
         pieces.append(replacement)

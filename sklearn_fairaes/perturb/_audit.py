@@ -26,15 +26,42 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import Bunch
 
 from .._validation import check_essays, check_predictor, check_scores
 from ..exceptions import UndefinedMetricWarning
 from ..resources import require
+from ._base import BasePerturbation, Edit, PerturbationRecord, RandomStateLike
 from ._registry import resolve_perturbations
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import pandas
+    from matplotlib.figure import Figure
+
+# A representation of the essays as a float64 matrix, one row per essay: CSR
+# when sparse, else a dense array. Any, because scipy's stubs and numpy's share
+# no type that covers the row indexing and stacking done on both here.
+_Matrix = Any
+# one perturbation's edits of the essays, shared by every model: label, the
+# perturbation, the edited essays, their records, which essays changed, their
+# positions and the distance of each essay to its edit
+_EditResult = tuple[
+    str,
+    BasePerturbation,
+    list[str],
+    list[PerturbationRecord],
+    NDArray[np.bool_],
+    NDArray[np.intp],
+    NDArray[np.float64],
+]
 
 __all__ = ["perturbation_audit", "plot_perturbation_audit"]
 
@@ -83,7 +110,9 @@ DETAIL_COLUMNS = (
 _MAX_LEVELS = 50
 
 
-def _resolve_tolerance(tolerance, score_scale, estimator):
+def _resolve_tolerance(
+    tolerance: float | str, score_scale: ArrayLike | None, estimator: Any
+) -> tuple[float, str]:
     """The tolerance in score units, and a sentence saying where it came from."""
     if isinstance(tolerance, str):
         if tolerance != "auto":
@@ -124,28 +153,35 @@ def _resolve_tolerance(tolerance, score_scale, estimator):
     return float(tolerance), "given"
 
 
-def _matrix(Z):
+def _matrix(Z: Any) -> _Matrix:
     if hasattr(Z, "to_numpy") and hasattr(Z, "columns"):
         Z = Z.to_numpy()
-    return Z.tocsr() if sp.issparse(Z) else np.asarray(Z, dtype=np.float64)
+    # cast: scipy's stubs narrow issparse() to an abstract class without tocsr
+    return cast(_Matrix, Z).tocsr() if sp.issparse(Z) else np.asarray(Z, dtype=np.float64)
 
 
-def _paired_distances(R0, R1, metric):
+def _paired_distances(
+    R0: _Matrix, R1: _Matrix, metric: str | Callable[..., float]
+) -> NDArray[np.float64]:
     """Distance of each original (row of ``R0``) to its edited copy (row of ``R1``)."""
     from ..metrics._pairwise import PairwiseEngine
 
     m = R0.shape[0]
-    stacked = sp.vstack([R0, R1]).tocsr() if sp.issparse(R0) else np.vstack([R0, R1])
+    stacked = (
+        sp.vstack([cast(_Matrix, R0), R1]).tocsr()
+        if sp.issparse(R0)
+        else np.vstack([R0, R1])
+    )
     engine = PairwiseEngine(stacked, metric=metric, name="the representation")
     return engine.paired_distances(np.arange(m), np.arange(m) + m)
 
 
-def _clip(text, width=40):
+def _clip(text: str, width: int = 40) -> str:
     text = text.replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def edit_preview(edits, *, max_edits=2, width=40):
+def edit_preview(edits: Sequence[Edit], *, max_edits: int = 2, width: int = 40) -> str:
     """A one-line description of an essay's edits, for tables.
 
     Examples
@@ -156,7 +192,7 @@ def edit_preview(edits, *, max_edits=2, width=40):
     ...               Edit(9, 9, "", "patience ", "insert")])
     "'was' -> 'was not'; + 'patience '"
     """
-    parts = []
+    parts: list[str] = []
     for e in edits[:max_edits]:
         if not e.before:
             parts.append(f"+ {_clip(e.after, width)!r}")
@@ -168,7 +204,9 @@ def edit_preview(edits, *, max_edits=2, width=40):
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _expected_mask(expected, change, tol):
+def _expected_mask(
+    expected: str, change: NDArray[np.float64], tol: float
+) -> NDArray[np.bool_]:
     if expected == "stay":
         return np.abs(change) <= tol
     if expected == "drop":
@@ -177,20 +215,23 @@ def _expected_mask(expected, change, tol):
 
 
 def perturbation_audit(
-    estimator,
-    essays,
+    estimator: Any,
+    essays: ArrayLike,
     *,
-    perturbations="default",
-    representation=None,
-    tolerance="auto",
-    score_scale=None,
-    prompt=None,
-    metric="cosine",
-    lipschitz_constant=1.0,
-    random_state=0,
-    return_details=False,
-):
-    """Score controlled edits of the essays: do scores stay, drop or change as they should?
+    perturbations: str
+    | BasePerturbation
+    | Iterable[str | BasePerturbation]
+    | Mapping[str, str | BasePerturbation] = "default",
+    representation: Any = None,
+    tolerance: float | str = "auto",
+    score_scale: ArrayLike | None = None,
+    prompt: str | None = None,
+    metric: str | Callable[..., float] = "cosine",
+    lipschitz_constant: float = 1.0,
+    random_state: RandomStateLike = 0,
+    return_details: bool = False,
+) -> pandas.DataFrame | Bunch:
+    """Score controlled edits of the essays: do scores stay, drop or change as they should.
 
     Each perturbation edits every essay (see :mod:`sklearn_fairaes.perturb`);
     the model scores the edited essays that differ from their original, and
@@ -431,8 +472,9 @@ def perturbation_audit(
         rep = _fitted(representation, essays)
     R0 = _matrix(rep.transform(essays))
     engine = PairwiseEngine(R0, metric=metric, name="the representation of essays")
-    d_range = tuple(float(v) for v in engine.distance_range()[:2])
-    edits = []
+    d_min, d_max = engine.distance_range()[:2]
+    d_range = (float(d_min), float(d_max))
+    edits: list[_EditResult] = []
     for label, perturbation in items:
         texts, records = perturbation.transform_with_records(essays)
         changed = np.array([t != e for t, e in zip(texts, essays)], dtype=bool)
@@ -445,7 +487,9 @@ def perturbation_audit(
             )
         edits.append((label, perturbation, texts, records, changed, idx, distance))
 
-    summaries, details, outcome_ranges = [], [], {}
+    summaries: list[pandas.DataFrame] = []
+    details: list[pandas.DataFrame] = []
+    outcome_ranges: dict[str | None, tuple[float, float]] = {}
     for model_label, model in models.items():
         tol = tolerances[model_label][0]
         summary, detail, outcome_ranges[model_label] = _score_edits(
@@ -459,7 +503,7 @@ def perturbation_audit(
 
     summary = pd.concat(summaries, ignore_index=True) if several else summaries[0]
 
-    def per_model(values):
+    def per_model(values: Mapping[str | None, Any]) -> Any:
         return dict(values) if several else values[None]
 
     tol_rules = {label: rule for label, (_, rule) in tolerances.items()}
@@ -486,23 +530,33 @@ def perturbation_audit(
     )
 
 
-def _score_edits(estimator, essays, edits, tol, d_range, L, pd):
+def _score_edits(
+    estimator: Any,
+    essays: Sequence[str],
+    edits: Sequence[_EditResult],
+    tol: float,
+    d_range: tuple[float, float],
+    L: float,
+    pd: ModuleType,
+) -> tuple[pandas.DataFrame, pandas.DataFrame, tuple[float, float]]:
     """Summary and detail tables of one model over the edited essays."""
     from ..metrics._individual import _normalise, _outcome_range, _scaling
 
     n = len(essays)
     name = "the estimator's predictions"
     y0 = check_scores(estimator.predict(essays), name=name, n_samples=n)
-    o_range = _outcome_range(y0)
+    o_min, o_max = _outcome_range(y0)
+    o_range = (o_min, o_max)
     scalings = {
         normalize: (
             _scaling(*d_range, normalize, "distance"),
-            _scaling(*o_range, normalize, "score difference"),
+            _scaling(o_min, o_max, normalize, "score difference"),
         )
         for normalize in ("minmax", "max")
     }
 
-    rows, frames = [], []
+    rows: list[dict[str, Any]] = []
+    frames: list[pandas.DataFrame] = []
     for label, perturbation, texts, records, changed, idx, distance in edits:
         y1 = y0.copy()
         if idx.size:
@@ -510,7 +564,7 @@ def _score_edits(estimator, essays, edits, tol, d_range, L, pd):
                 estimator.predict([texts[i] for i in idx]), name=name, n_samples=idx.size
             )
         change = y1 - y0
-        lipschitz_ok = {}
+        lipschitz_ok: dict[str, NDArray[np.bool_]] = {}
         for normalize, (d_scaling, o_scaling) in scalings.items():
             # values below the corpus minimum (an edit closer than any two
             # essays) are clipped to 0, the bottom of the normalised scale
@@ -541,7 +595,7 @@ def _score_edits(estimator, essays, edits, tol, d_range, L, pd):
                 columns=list(DETAIL_COLUMNS),
             )
         )
-        row = {
+        row: dict[str, Any] = {
             "perturbation": label,
             "family": perturbation.family,
             "expected": perturbation.expected,
@@ -590,12 +644,14 @@ _FAMILY_LABELS = {
 _EXPECTED_MOVES = {"down": ("drop", "change"), "within": ("stay",), "up": ("change",)}
 
 
-def _text(value):
+def _text(value: object) -> str:
     return str(value).replace("$", r"\$")
 
 
-def plot_perturbation_audit(summary, *, title=None):
-    """How scores moved under each perturbation, from the audit's summary table.
+def plot_perturbation_audit(
+    summary: pandas.DataFrame, *, title: str | None = None
+) -> Figure:
+    """Plot how scores moved under each perturbation, from the audit's summary table.
 
     Three panels share one row per perturbation (meaning-preserving first):
 
@@ -661,6 +717,7 @@ def plot_perturbation_audit(summary, *, title=None):
         "matplotlib.patches", extra="report", purpose="the perturbation figure"
     )
 
+    models: list[str | None]
     if "model" in summary.columns:
         models = list(dict.fromkeys(summary["model"].astype(str)))
         tables = [summary[summary["model"].astype(str) == m] for m in models]

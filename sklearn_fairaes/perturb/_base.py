@@ -31,13 +31,18 @@ output on every call; None or a ``RandomState`` draws a new base seed per call
 from __future__ import annotations
 
 import numbers
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 
 from .._validation import check_essays
+
+if TYPE_CHECKING:
+    from ._text import EssayText
 
 __all__ = [
     "EXPECTED_DIRECTIONS",
@@ -53,21 +58,42 @@ __all__ = [
 #: the tolerance in either direction (edits that change what the essay says).
 EXPECTED_DIRECTIONS = ("change", "drop", "stay")
 
+#: What ``random_state`` accepts (scikit-learn's convention).
+RandomStateLike = int | np.random.RandomState | None
+
 
 class Edit(NamedTuple):
     """One character-level change of an essay.
 
-    Attributes
+    The fields are also the attributes of the same names.
+
+    Parameters
     ----------
-    start, end : int
-        The replaced characters are ``essay[start:end]`` of the original
-        essay; ``start == end`` for an insertion.
+    start : int
+        Offset of the first replaced character of the original essay.
+    end : int
+        Offset just after the last replaced character: the replaced
+        characters are ``essay[start:end]``; ``start == end`` for an
+        insertion.
     before : str
         The original characters, ``essay[start:end]``.
     after : str
         What replaces them (``""`` for a deletion).
     kind : str
         The operation, e.g. ``"typo:swap"``, ``"move"``, ``"negate:copula"``.
+
+    See Also
+    --------
+    apply_edits : Apply edits to the original text.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.perturb import Edit, apply_edits
+    >>> edit = Edit(2, 5, "was", "was not", "negate:copula")
+    >>> edit.before, edit.after
+    ('was', 'was not')
+    >>> apply_edits("I was late.", [edit])
+    'I was not late.'
     """
 
     start: int
@@ -80,7 +106,9 @@ class Edit(NamedTuple):
 class PerturbationRecord(NamedTuple):
     """What a perturbation did to one essay.
 
-    Attributes
+    The fields are also the attributes of the same names.
+
+    Parameters
     ----------
     edits : tuple of Edit
         Sorted by ``start``, non-overlapping; :func:`apply_edits` turns the
@@ -94,14 +122,24 @@ class PerturbationRecord(NamedTuple):
         Units (sentences, words) the perturbation could not handle, e.g. the
         sentences of :class:`~sklearn_fairaes.perturb.Negation` without a
         verb it knows how to negate; 0 where it does not apply.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.perturb import SentenceShuffle
+    >>> texts, records = SentenceShuffle(random_state=0).transform_with_records(
+    ...     ["I waited. The bus was late.", "One sentence only."])
+    >>> [len(r.edits) for r in records]
+    [2, 0]
+    >>> records[1].note
+    'fewer than two different sentences'
     """
 
-    edits: tuple
+    edits: tuple[Edit, ...]
     note: str = ""
     n_skipped: int = 0
 
 
-def apply_edits(text, edits):
+def apply_edits(text: str, edits: Iterable[Edit]) -> str:
     """Apply edits to the original text.
 
     Parameters
@@ -114,6 +152,8 @@ def apply_edits(text, edits):
     Returns
     -------
     edited : str
+        ``text`` with every edit's ``before`` replaced by its ``after``; the
+        characters outside the edits are kept as they are.
 
     Raises
     ------
@@ -127,7 +167,8 @@ def apply_edits(text, edits):
     >>> apply_edits("I was late.", [Edit(2, 5, "was", "was not", "negate:copula")])
     'I was not late.'
     """
-    pieces, cursor = [], 0
+    pieces: list[str] = []
+    cursor = 0
     for edit in sorted(edits, key=lambda e: (e.start, e.end)):
         start, end, before, after = edit.start, edit.end, edit.before, edit.after
         if start < cursor:
@@ -147,7 +188,12 @@ def apply_edits(text, edits):
     return "".join(pieces)
 
 
-def _essay_rng(base_seed, text):
+#: What ``_perturb_one`` returns: the edits of one essay, a note and the
+#: number of units skipped (see :class:`PerturbationRecord`).
+PerturbOutcome = tuple[list[Edit], str, int]
+
+
+def _essay_rng(base_seed: int, text: str) -> np.random.Generator:
     from ..paraphrase._wordnet import _essay_seed
 
     return np.random.default_rng(_essay_seed(base_seed, text))
@@ -163,25 +209,46 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
     learns nothing; :meth:`transform` works without it.
 
     The input is never modified.
+
+    Examples
+    --------
+    A perturbation that writes every essay in capitals:
+
+    >>> from sklearn_fairaes.perturb import BasePerturbation, Edit
+    >>> class Shout(BasePerturbation):
+    ...     name = "shout"
+    ...     def __init__(self, *, random_state=None):
+    ...         self.random_state = random_state
+    ...     def _perturb_one(self, text, essay, rng):
+    ...         return [Edit(0, len(text), text, text.upper(), "shout")], "", 0
+    >>> Shout().transform(["I waited.", ""])
+    ['I WAITED.', '']
+    >>> Shout().family
+    'preserving'
     """
 
     #: Registry name of the perturbation.
-    name = None
+    name: ClassVar[str | None] = None
     #: What a fair score does under this perturbation (see
     #: :data:`EXPECTED_DIRECTIONS`).
-    expected = "stay"
+    expected: ClassVar[Literal["change", "drop", "stay"]] = "stay"
 
-    _parameter_constraints = {"random_state": ["random_state"]}
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "random_state": ["random_state"]
+    }
+
+    # set by each subclass's __init__
+    random_state: RandomStateLike
 
     @property
-    def family(self):
+    def family(self) -> str:
         """``"preserving"`` (meaning-preserving) or ``"changing"`` (quality or meaning)."""
         return "preserving" if self.expected == "stay" else "changing"
 
-    def _check_params(self):
+    def _check_params(self) -> None:
         """Checks beyond ``_parameter_constraints`` (overridden where needed)."""
 
-    def fit(self, X=None, y=None):
+    def fit(self, X: ArrayLike | None = None, y: object = None) -> BasePerturbation:
         """Check the parameters; nothing is learned.
 
         Parameters
@@ -194,6 +261,7 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : object
+            The perturbation itself (nothing is learned).
         """
         if X is not None:
             check_essays(X)
@@ -201,7 +269,7 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
         self._check_params()
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> list[str]:
         """Perturb each essay.
 
         Parameters
@@ -216,12 +284,15 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
         """
         return self.transform_with_records(X)[0]
 
-    def transform_with_records(self, X):
+    def transform_with_records(
+        self, X: ArrayLike
+    ) -> tuple[list[str], list[PerturbationRecord]]:
         """Perturb each essay and say what changed.
 
         Parameters
         ----------
         X : list, tuple, 1-D array or pandas Series of str
+            The essays; empty strings are allowed (returned unchanged).
 
         Returns
         -------
@@ -239,15 +310,17 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
         return out, records
 
     # ------------------------------------------------------------- work
-    def _base_seed(self):
+    def _base_seed(self) -> int:
         if isinstance(self.random_state, numbers.Integral):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
-    def _perturb_batch(self, essays, base_seed):
+    def _perturb_batch(
+        self, essays: Sequence[str], base_seed: int
+    ) -> list[PerturbationRecord]:
         from ._text import analyse
 
-        records = []
+        records: list[PerturbationRecord] = []
         for text in essays:
             if not text.strip():
                 records.append(PerturbationRecord((), "empty essay"))
@@ -262,10 +335,12 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
             )
         return records
 
-    def _perturb_one(self, text, essay, rng):  # pragma: no cover - abstract
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False

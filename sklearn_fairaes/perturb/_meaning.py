@@ -13,11 +13,25 @@ from __future__ import annotations
 
 import numbers
 import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sklearn.utils._param_validation import Interval
 
-from ._base import BasePerturbation, Edit
+from ._base import (
+    BasePerturbation,
+    Edit,
+    PerturbationRecord,
+    PerturbOutcome,
+    RandomStateLike,
+)
 from ._text import letter_words, restore_case, stochastic_count
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..paraphrase import WordNetParaphraser
+    from ._text import EssayText
 
 __all__ = [
     "CaseWhitespaceNoise",
@@ -27,7 +41,7 @@ __all__ = [
     "TypoInjection",
 ]
 
-_RATE = [Interval(numbers.Real, 0, 1, closed="both")]
+_RATE: list[Any] = [Interval(numbers.Real, 0, 1, closed="both")]
 
 
 # --------------------------------------------------------------- synonyms
@@ -83,13 +97,20 @@ class SynonymParaphrase(BasePerturbation):
         "min_count": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, rate=0.3, *, pos_tagger="auto", min_count=2, random_state=None):
+    def __init__(
+        self,
+        rate: float = 0.3,
+        *,
+        pos_tagger: str | Callable[[list[str]], Sequence[str]] = "auto",
+        min_count: int = 2,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.rate = rate
         self.pos_tagger = pos_tagger
         self.min_count = min_count
         self.random_state = random_state
 
-    def _paraphraser(self, base_seed):
+    def _paraphraser(self, base_seed: int) -> WordNetParaphraser:
         from ..paraphrase import WordNetParaphraser
 
         return WordNetParaphraser(
@@ -99,15 +120,15 @@ class SynonymParaphrase(BasePerturbation):
             min_count=self.min_count,
         ).fit([])
 
-    def _check_params(self):
+    def _check_params(self) -> None:
         # finds the POS tagger and WordNet now, so that a missing one fails at fit
         self._paraphraser(0)
 
-    def _perturb_batch(self, essays, base_seed):
-        from ._base import PerturbationRecord
-
+    def _perturb_batch(
+        self, essays: Sequence[str], base_seed: int
+    ) -> list[PerturbationRecord]:
         _, word_edits = self._paraphraser(base_seed).paraphrase_with_edits(essays)
-        records = []
+        records: list[PerturbationRecord] = []
         for text, edits in zip(essays, word_edits):
             if not text.strip():
                 records.append(PerturbationRecord((), "empty essay"))
@@ -137,7 +158,7 @@ _QWERTY = {
 _TYPO_KINDS = ("swap", "delete", "double", "keyboard")
 
 
-def _typo(word, rng):
+def _typo(word: str, rng: np.random.Generator) -> tuple[str, str]:
     """One typo of ``word`` (letters only, >= 2 letters): (new word, kind)."""
     kind = _TYPO_KINDS[int(rng.integers(len(_TYPO_KINDS)))]
     n = len(word)
@@ -208,19 +229,27 @@ class TypoInjection(BasePerturbation):
         "min_word_length": [Interval(numbers.Integral, 2, None, closed="left")],
     }
 
-    def __init__(self, rate=0.05, *, min_word_length=3, random_state=None):
+    def __init__(
+        self,
+        rate: float = 0.05,
+        *,
+        min_word_length: int = 3,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.rate = rate
         self.min_word_length = min_word_length
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         words = [
             (a, b) for a, b in letter_words(text, essay) if b - a >= self.min_word_length
         ]
         if not words:
             return [], "no eligible word", 0
         k = stochastic_count(self.rate, len(words), rng)
-        edits = []
+        edits: list[Edit] = []
         for j in sorted(rng.choice(len(words), size=k, replace=False).tolist()):
             a, b = words[j]
             new, kind = _typo(text[a:b], rng)
@@ -262,16 +291,18 @@ class CaseWhitespaceNoise(BasePerturbation):
     expected = "stay"
     _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
 
-    def __init__(self, rate=0.1, *, random_state=None):
+    def __init__(self, rate: float = 0.1, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         words = letter_words(text, essay)
         spaces = [m.start() for m in re.finditer(r"(?<! ) (?! )", text)]
         if not words and not spaces:
             return [], "nothing to change", 0
-        edits = []
+        edits: list[Edit] = []
         k = stochastic_count(self.rate, len(words), rng)
         for j in rng.choice(len(words), size=k, replace=False).tolist():
             a, b = words[j]
@@ -336,13 +367,13 @@ _WORD_WITH_APOSTROPHE = re.compile(r"[A-Za-z]+['\u2019][A-Za-z]+")
 _PLAIN_WORD = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
 
 
-def _next_word(text, end):
+def _next_word(text: str, end: int) -> str | None:
     """The word after ``text[end:]`` when only spaces or tabs come between."""
     m = re.match(r"[ \t]+([A-Za-z]+)", text[end:])
     return m.group(1).lower() if m else None
 
 
-def _expansion(key, following):
+def _expansion(key: str, following: str | None) -> str | None:
     out = _EXPAND.get(key)
     if out is None:
         return None
@@ -421,26 +452,32 @@ class ContractionSwap(BasePerturbation):
     }
     _MODES = ("contract", "expand", "toggle")
 
-    def __init__(self, mode="toggle", *, rate=1.0, random_state=None):
+    def __init__(
+        self,
+        mode: str = "toggle",
+        *,
+        rate: float = 1.0,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.mode = mode
         self.rate = rate
         self.random_state = random_state
 
-    def _check_params(self):
+    def _check_params(self) -> None:
         if self.mode not in self._MODES:
             raise ValueError(
                 f"mode must be one of {', '.join(map(repr, self._MODES))}; got "
                 f"{self.mode!r}"
             )
 
-    def _sites(self, text):
+    def _sites(self, text: str) -> list[Edit]:
         apostrophe = "\u2019" if "\u2019" in text and "'" not in text else "'"
         words = [
             m
             for m in _PLAIN_WORD.finditer(text)
             if not (m.start() and text[m.start() - 1] in "@")
         ]
-        sites = []
+        sites: list[Edit] = []
         if self.mode in ("expand", "toggle"):
             for m in words:
                 if not _WORD_WITH_APOSTROPHE.fullmatch(m.group()):
@@ -484,20 +521,23 @@ class ContractionSwap(BasePerturbation):
                 )
         # overlapping sites ("it is not"): the first one wins
         sites.sort(key=lambda e: (e.start, e.end))
-        kept, cursor = [], -1
+        kept: list[Edit] = []
+        cursor = -1
         for site in sites:
             if site.start >= cursor:
                 kept.append(site)
                 cursor = site.end
         return kept
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         sites = self._sites(text)
         if not sites:
             return [], "no contraction site", 0
         k = stochastic_count(self.rate, len(sites), rng)
         chosen = sorted(rng.choice(len(sites), size=k, replace=False).tolist())
-        edits = []
+        edits: list[Edit] = []
         for j in chosen:
             site = sites[j]
             edits.append(site._replace(after=restore_case(site.before, site.after)))
@@ -544,11 +584,13 @@ class PlaceholderRenaming(BasePerturbation):
         "max_shift": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, max_shift=5, *, random_state=None):
+    def __init__(self, max_shift: int = 5, *, random_state: RandomStateLike = None) -> None:
         self.max_shift = max_shift
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         found = list(_NUMBERED_PLACEHOLDER.finditer(text))
         if not found:
             return [], "no numbered placeholder", 0

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import functools
 import numbers
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ..resources import require
-from ._base import BasePerturbation, Edit
+from ._base import BasePerturbation, Edit, PerturbOutcome, RandomStateLike
 from ._meaning import _IRREGULAR_PARTICIPLES
 from ._text import LETTERS, inside_word, restore_case, stochastic_count
+
+if TYPE_CHECKING:
+    from ._text import EssayText
 
 __all__ = [
     "OFF_TOPIC_PARAGRAPHS",
@@ -38,14 +42,14 @@ __all__ = [
     "WordScramble",
 ]
 
-_RATE = [Interval(numbers.Real, 0, 1, closed="both")]
+_RATE: list[Any] = [Interval(numbers.Real, 0, 1, closed="both")]
 
 
-def _sentence_texts(text, essay):
+def _sentence_texts(text: str, essay: EssayText) -> list[str]:
     return [text[a:b] for a, b in essay.sentences]
 
 
-def _joins(left, right):
+def _joins(left: str, right: str) -> bool:
     """Whether ``left + right`` would glue two words (or a word and a placeholder)."""
     return (
         bool(left)
@@ -94,10 +98,12 @@ class SentenceShuffle(BasePerturbation):
     name = "sentence_shuffle"
     expected = "drop"
 
-    def __init__(self, *, random_state=None):
+    def __init__(self, *, random_state: RandomStateLike = None) -> None:
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         spans = essay.sentences
         texts = _sentence_texts(text, essay)
         n = len(texts)
@@ -108,7 +114,7 @@ class SentenceShuffle(BasePerturbation):
             # a non-constant sequence never equals its rotation by one
             perm = np.roll(perm, 1)
         placed = [texts[p] for p in perm]
-        edits = []
+        edits: list[Edit] = []
         for k, (a, b) in enumerate(spans):
             new = placed[k]
             if k + 1 < n and spans[k + 1][0] == b and _joins(new, placed[k + 1]):
@@ -151,11 +157,13 @@ class SentenceDeletion(BasePerturbation):
     expected = "drop"
     _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
 
-    def __init__(self, rate=0.2, *, random_state=None):
+    def __init__(self, rate: float = 0.2, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         spans = essay.sentences
         n = len(spans)
         if n < 2:
@@ -166,7 +174,7 @@ class SentenceDeletion(BasePerturbation):
         tail = n
         while tail - 1 in chosen:
             tail -= 1
-        edits = []
+        edits: list[Edit] = []
         for j in sorted(chosen):
             if j < tail:
                 a, b = spans[j][0], spans[j + 1][0]
@@ -207,15 +215,17 @@ class SentenceRepetition(BasePerturbation):
     expected = "drop"
     _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
 
-    def __init__(self, rate=0.5, *, random_state=None):
+    def __init__(self, rate: float = 0.5, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         spans = essay.sentences
         n = len(spans)
         k = min(n, max(1, stochastic_count(self.rate, n, rng)))
-        edits = []
+        edits: list[Edit] = []
         for j in sorted(rng.choice(n, size=k, replace=False).tolist()):
             a, b = spans[j]
             edits.append(Edit(b, b, "", " " + text[a:b], "repeat"))
@@ -290,11 +300,15 @@ class OffTopicParagraph(BasePerturbation):
         ],
     }
 
-    def __init__(self, variant=None, *, random_state=None):
+    def __init__(
+        self, variant: int | None = None, *, random_state: RandomStateLike = None
+    ) -> None:
         self.variant = variant
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         k = (
             int(rng.integers(len(OFF_TOPIC_PARAGRAPHS)))
             if self.variant is None
@@ -305,12 +319,12 @@ class OffTopicParagraph(BasePerturbation):
 
 
 # --------------------------------------------------------- prompt stuffing
-def _prompt_words(prompt):
+def _prompt_words(prompt: str) -> list[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     from ._text import analyse
 
-    out = []
+    out: list[str] = []
     for word in analyse(prompt).words:
         low = word.lower()
         if LETTERS.fullmatch(low) and len(low) >= 3 and low not in ENGLISH_STOP_WORDS:
@@ -366,12 +380,18 @@ class PromptStuffing(BasePerturbation):
         "rate": _RATE,
     }
 
-    def __init__(self, prompt=None, *, rate=0.1, random_state=None):
+    def __init__(
+        self,
+        prompt: str | None = None,
+        *,
+        rate: float = 0.1,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.prompt = prompt
         self.rate = rate
         self.random_state = random_state
 
-    def _check_params(self):
+    def _check_params(self) -> None:
         if self.prompt is None:
             raise ValueError(
                 "PromptStuffing needs the prompt the essays answer; pass it as "
@@ -384,8 +404,11 @@ class PromptStuffing(BasePerturbation):
                 f"stop word) to stuff into the essays; got prompt={self.prompt!r:.80}"
             )
 
-    def _perturb_one(self, text, essay, rng):
-        words = _prompt_words(self.prompt)
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
+        # _check_params has made sure there is a prompt
+        words = _prompt_words(cast(str, self.prompt))
         starts = [
             span[0]
             for tok, span in zip(essay.tokens, essay.spans)
@@ -398,7 +421,7 @@ class PromptStuffing(BasePerturbation):
         k = max(1, stochastic_count(self.rate, len(essay.words), rng))
         at = rng.choice(len(starts), size=k, replace=True)
         picks = rng.choice(len(words), size=k, replace=True)
-        inserted = {}
+        inserted: dict[int, list[str]] = {}
         for j, w in zip(at.tolist(), picks.tolist()):
             inserted.setdefault(starts[j], []).append(words[w])
         edits = [
@@ -450,11 +473,11 @@ _QUESTION_NEGATIVE = {
 _DO_SUPPORT_HAVE = {"has": "does not have", "have": "do not have", "had": "did not have"}
 
 
-def _is_adverb(word):
+def _is_adverb(word: str) -> bool:
     return word in _ADVERBS or (len(word) > 4 and word.endswith("ly"))
 
 
-def _verb_form(word):
+def _verb_form(word: str) -> tuple[str, str] | None:
     """``(base, form)`` of a lower-case verb form, form in past/3sg/base, or None."""
     from ..paraphrase._wordnet import _wordnet
 
@@ -557,12 +580,14 @@ class Negation(BasePerturbation):
     expected = "change"
     _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
 
-    def __init__(self, rate=1.0, *, random_state=None):
+    def __init__(self, rate: float = 1.0, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
-        sites = []
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
+        sites: list[Edit] = []
         n = len(essay.sentence_tokens)
         apostrophe = "\u2019" if "\u2019" in text and "'" not in text else "'"
         for t0, t1 in essay.sentence_tokens:
@@ -578,10 +603,14 @@ class Negation(BasePerturbation):
         return [sites[j] for j in chosen], note, skipped
 
 
-def _negation_site(text, essay, t0, t1, apostrophe):
+def _negation_site(
+    text: str, essay: EssayText, t0: int, t1: int, apostrophe: str
+) -> Edit | None:
     """The edit negating one sentence (tokens ``t0:t1``), or None."""
-    toks, spans = essay.tokens, essay.spans
-    idx = [k for k in range(t0, t1) if spans[k] is not None]
+    toks = essay.tokens
+    # only the placed tokens (those in idx) are looked up
+    spans = cast("tuple[tuple[int, int], ...]", essay.spans)
+    idx = [k for k in range(t0, t1) if essay.spans[k] is not None]
     low = {k: toks[k].lower() for k in idx}
     if any(low[k] in _NEGATIVE_WORDS for k in idx):
         return None
@@ -682,7 +711,7 @@ def _negation_site(text, essay, t0, t1, apostrophe):
 
 # ------------------------------------------------------------- word salad
 @functools.lru_cache(maxsize=4)
-def general_english_words(size):
+def general_english_words(size: int) -> tuple[str, ...]:
     """The ``size`` most frequent letter-only words of pyspellchecker's English list.
 
     Ordered by decreasing frequency (ties alphabetically), lower case.
@@ -741,14 +770,18 @@ class WordSalad(BasePerturbation):
         "vocabulary_size": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, vocabulary_size=20000, *, random_state=None):
+    def __init__(
+        self, vocabulary_size: int = 20000, *, random_state: RandomStateLike = None
+    ) -> None:
         self.vocabulary_size = vocabulary_size
         self.random_state = random_state
 
-    def _check_params(self):
+    def _check_params(self) -> None:
         general_english_words(int(self.vocabulary_size))
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         n = len(essay.words)
         if not n:
             return [], "no word", 0
@@ -787,10 +820,12 @@ class WordScramble(BasePerturbation):
     name = "word_scramble"
     expected = "drop"
 
-    def __init__(self, *, random_state=None):
+    def __init__(self, *, random_state: RandomStateLike = None) -> None:
         self.random_state = random_state
 
-    def _perturb_one(self, text, essay, rng):
+    def _perturb_one(
+        self, text: str, essay: EssayText, rng: np.random.Generator
+    ) -> PerturbOutcome:
         words = list(essay.words)
         if len(set(words)) < 2:
             return [], "fewer than two different words", 0

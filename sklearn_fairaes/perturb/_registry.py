@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ._base import BasePerturbation
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ._base import BasePerturbation, RandomStateLike
 from ._meaning import (
     CaseWhitespaceNoise,
     ContractionSwap,
@@ -30,7 +33,7 @@ __all__ = [
 ]
 
 #: Name -> class of every perturbation, meaning-preserving ones first.
-PERTURBATIONS = {
+PERTURBATIONS: dict[str, type[BasePerturbation]] = {
     cls.name: cls
     for cls in (
         SynonymParaphrase,
@@ -50,21 +53,27 @@ PERTURBATIONS = {
 }
 
 #: Names of every perturbation, in report order (meaning-preserving first).
-PERTURBATION_NAMES = tuple(PERTURBATIONS)
+PERTURBATION_NAMES: tuple[str, ...] = tuple(PERTURBATIONS)
 
 #: The perturbations ``perturbation_audit(perturbations="default")`` runs: all
 #: of them (``"prompt_stuffing"`` only when a prompt is given).
-DEFAULT_PERTURBATIONS = PERTURBATION_NAMES
+DEFAULT_PERTURBATIONS: tuple[str, ...] = PERTURBATION_NAMES
 
 
-def _unknown(name):
+def _unknown(name: str) -> ValueError:
     return ValueError(
         f"unknown perturbation {name!r}; the perturbations are "
         f"{', '.join(map(repr, sorted(PERTURBATION_NAMES)))}"
     )
 
 
-def get_perturbation(name, *, random_state=None, prompt=None, **params):
+def get_perturbation(
+    name: str,
+    *,
+    random_state: RandomStateLike = None,
+    prompt: str | None = None,
+    **params: Any,
+) -> BasePerturbation:
     """Build a perturbation from its name.
 
     Parameters
@@ -82,6 +91,7 @@ def get_perturbation(name, *, random_state=None, prompt=None, **params):
     Returns
     -------
     perturbation : BasePerturbation
+        A new, unfitted instance of the perturbation's class.
 
     Raises
     ------
@@ -106,7 +116,15 @@ def get_perturbation(name, *, random_state=None, prompt=None, **params):
     return cls(random_state=random_state, **params)
 
 
-def resolve_perturbations(perturbations, *, prompt=None, random_state=None):
+def resolve_perturbations(
+    perturbations: str
+    | BasePerturbation
+    | Iterable[str | BasePerturbation]
+    | Mapping[str, str | BasePerturbation],
+    *,
+    prompt: str | None = None,
+    random_state: RandomStateLike = None,
+) -> list[tuple[str, BasePerturbation]]:
     """``[(name, perturbation), ...]`` from the audit's ``perturbations`` argument.
 
     Parameters
@@ -127,8 +145,11 @@ def resolve_perturbations(perturbations, *, prompt=None, random_state=None):
     """
     from sklearn.base import clone
 
+    items: list[tuple[str | None, str | BasePerturbation]]
     if isinstance(perturbations, str) and perturbations in ("default", "all"):
-        names = PERTURBATION_NAMES if perturbations == "all" else DEFAULT_PERTURBATIONS
+        names: Sequence[str] = (
+            PERTURBATION_NAMES if perturbations == "all" else DEFAULT_PERTURBATIONS
+        )
         if perturbations == "default" and prompt is None:
             names = [n for n in names if n != "prompt_stuffing"]
         items = [(n, n) for n in names]
@@ -147,7 +168,7 @@ def resolve_perturbations(perturbations, *, prompt=None, random_state=None):
             ) from None
     if not items:
         raise ValueError("perturbations is empty; name at least one perturbation")
-    out = []
+    out: list[tuple[str, BasePerturbation]] = []
     for label, spec in items:
         if isinstance(spec, str):
             built = get_perturbation(spec, random_state=random_state, prompt=prompt)

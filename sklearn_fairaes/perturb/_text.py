@@ -25,7 +25,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..features._tokenize import TokenizedEssay
 
 __all__ = ["EssayText", "analyse", "stochastic_count"]
 
@@ -52,20 +57,21 @@ class EssayText(NamedTuple):
         features count them.
     """
 
-    tokens: tuple
-    spans: tuple
-    sentences: tuple
-    sentence_tokens: tuple
-    words: tuple
+    tokens: tuple[str, ...]
+    spans: tuple[tuple[int, int] | None, ...]
+    sentences: tuple[tuple[int, int], ...]
+    sentence_tokens: tuple[tuple[int, int], ...]
+    words: tuple[str, ...]
 
 
-def _token_spans(text):
+def _token_spans(text: str) -> tuple[TokenizedEssay, list[tuple[int, int] | None]]:
     from ..features._tokenize import tokenize_essay
     from ..paraphrase._wordnet import _normalized_with_offsets
 
     norm, starts = _normalized_with_offsets(text)
     tokenized = tokenize_essay(norm)
-    spans, cursor = [], 0
+    spans: list[tuple[int, int] | None] = []
+    cursor = 0
     for tok in tokenized.tokens:
         at = norm.find(tok, cursor) if tok else -1
         if at < 0:
@@ -83,7 +89,7 @@ def _token_spans(text):
 
 
 @functools.lru_cache(maxsize=2048)
-def analyse(text):
+def analyse(text: str) -> EssayText:
     """Tokens, words and sentences of ``text`` with their offsets (cached).
 
     The audit runs several perturbations on the same essays; the cache keeps
@@ -92,10 +98,12 @@ def analyse(text):
     Parameters
     ----------
     text : str
+        The essay.
 
     Returns
     -------
     essay : EssayText
+        Its tokens, words and sentences with their character offsets.
 
     Examples
     --------
@@ -107,9 +115,10 @@ def analyse(text):
     ('Mr.', 'Lee', 'waited', 'Then', 'he', 'left')
     """
     tokenized, spans = _token_spans(text)
-    sentences, ranges = [], []
+    sentences: list[list[int]] = []
+    ranges: list[tuple[int, int]] = []
     for t0, t1 in tokenized.sentences:
-        placed = [spans[k] for k in range(t0, t1) if spans[k] is not None]
+        placed = [span for span in (spans[k] for k in range(t0, t1)) if span is not None]
         if not placed:
             if ranges:  # nothing to place: part of the sentence before
                 ranges[-1] = (ranges[-1][0], t1)
@@ -134,7 +143,7 @@ def analyse(text):
     )
 
 
-def stochastic_count(rate, n, rng):
+def stochastic_count(rate: float, n: int, rng: np.random.Generator) -> int:
     """``floor(rate * n)`` or ``ceil(rate * n)``, ``rate * n`` on average.
 
     The rounding rule of :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`,
@@ -153,20 +162,20 @@ def stochastic_count(rate, n, rng):
     return min(n, int(math.floor(float(rate) * n + rng.random())))
 
 
-def inside_word(text, start, end):
+def inside_word(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` touches a letter or digit (part of a longer word)."""
     return (start > 0 and text[start - 1].isalnum()) or (
         end < len(text) and text[end].isalnum()
     )
 
 
-def letter_words(text, essay):
+def letter_words(text: str, essay: EssayText) -> list[tuple[int, int]]:
     """``(start, end)`` of the letters-only tokens that are whole words.
 
     Placeholders (``@CAPS1``), numbers, contractions (``n't``) and pieces of
     longer words are left out.
     """
-    out = []
+    out: list[tuple[int, int]] = []
     for tok, span in zip(essay.tokens, essay.spans):
         if span is None or not LETTERS.fullmatch(tok):
             continue
@@ -177,7 +186,7 @@ def letter_words(text, essay):
     return out
 
 
-def restore_case(original, replacement):
+def restore_case(original: str, replacement: str) -> str:
     """``replacement`` in the case pattern of ``original`` (lower, Title, UPPER)."""
     if not original or not replacement:
         return replacement

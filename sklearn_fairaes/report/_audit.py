@@ -15,16 +15,27 @@ score difference by distance bin (§5.3.3, Figures 5 and 6).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._validation import check_essays, check_groups, check_scores
 from .._version import __version__
 from ..resources import require
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    # pandas is imported at run time through require(); functions bind it to a
+    # local ``pd``, so annotations name the classes themselves
+    from pandas import DataFrame, Series
 
 __all__ = ["audit", "AuditResult", "AuditInputError", "MODEL_NAMES", "REPRESENTATION_NAMES"]
 
@@ -36,12 +47,29 @@ _MAX_CONDENSED = 6000
 _DIST_SAMPLE = 1_000_000
 _HIST_BINS = 50
 
+_Result = TypeVar("_Result")
+
 
 class AuditInputError(ValueError):
-    """The data given to the audit is unusable; the message says where and how to fix it."""
+    """The data given to the audit is unusable; the message says where and how to fix it.
+
+    :func:`audit` raises it before any computation; it is a
+    :class:`ValueError`, so ``except ValueError`` catches it too.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report import AuditInputError, audit
+    >>> data = pd.DataFrame({"essay": ["One.", "Two.", "Three."], "score": [1, 2, 3]})
+    >>> try:
+    ...     audit(data, text_col="text", score_col="score")
+    ... except AuditInputError as exc:
+    ...     print(exc)
+    text column 'text' not found; the columns are: 'essay', 'score'
+    """
 
 
-def _make_representation(name, *, sbert_model):
+def _make_representation(name: str, *, sbert_model: str) -> Any:
     from .. import text
 
     if name == "bow":
@@ -58,7 +86,7 @@ def _make_representation(name, *, sbert_model):
     )
 
 
-def _make_model(name, *, random_state, n_jobs):
+def _make_model(name: str, *, random_state: int | None, n_jobs: int | None) -> Any:
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
     from sklearn.linear_model import Ridge
 
@@ -89,7 +117,12 @@ def _make_model(name, *, random_state, n_jobs):
     )
 
 
-def _named(objs, factory, kind, **kw):
+def _named(
+    objs: Mapping[str, Any] | str | Iterable[str],
+    factory: Callable[..., Any],
+    kind: str,
+    **kw: Any,
+) -> dict[str, Any]:
     if isinstance(objs, dict):
         if not objs:
             raise AuditInputError(f"{kind} is empty; give at least one")
@@ -105,7 +138,7 @@ def _named(objs, factory, kind, **kw):
     return {n: factory(n, **kw) for n in names}
 
 
-def _check_per_representation(mods, reps):
+def _check_per_representation(mods: Mapping[str, Any], reps: Mapping[str, Any]) -> None:
     """A model may be one regressor or a dict representation -> regressor.
 
     The paper tunes each model per representation (e.g. XGBoost's learning rate,
@@ -124,7 +157,7 @@ def _check_per_representation(mods, reps):
             )
 
 
-def describe_model(model):
+def describe_model(model: Any) -> str:
     """``Name(param=value, ...)`` with only the parameters changed from the defaults.
 
     sklearn's repr does this already; other libraries' (XGBoost's) list every
@@ -146,7 +179,7 @@ def describe_model(model):
     return f"{type(model).__name__}({', '.join(changed)})"
 
 
-def _same(a, b):
+def _same(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
         return True  # NaN defaults (XGBoost's missing=nan)
     try:
@@ -155,14 +188,29 @@ def _same(a, b):
         return a is b
 
 
-def _column(frame, name, what):
+def _column(frame: DataFrame, name: str, what: str) -> Series:
     if name not in frame.columns:
         cols = ", ".join(repr(c) for c in sorted(map(str, frame.columns)))
         raise AuditInputError(f"{what} column {name!r} not found; the columns are: {cols}")
     return frame[name]
 
 
-def _prepare(data, text_col, score_col, rater_cols, group_col, id_col, paraphrases):
+def _prepare(
+    data: object,
+    text_col: str,
+    score_col: str,
+    rater_cols: str | Sequence[str] | None,
+    group_col: str | None,
+    id_col: str | None,
+    paraphrases: str | Sequence[str] | Series | None,
+) -> tuple[
+    list[str],
+    NDArray[np.float64],
+    list[NDArray[np.float64]] | None,
+    NDArray[Any] | None,
+    NDArray[Any],
+    list[str] | None,
+]:
     pd = require("pandas", purpose="the audit")
     if not isinstance(data, pd.DataFrame):
         raise AuditInputError(
@@ -247,7 +295,9 @@ def _prepare(data, text_col, score_col, rater_cols, group_col, id_col, paraphras
     return essays, y, raters, groups, ids, paraphrases
 
 
-def _check_perturbations(perturbations, prompt, n_essays):
+def _check_perturbations(
+    perturbations: str | Sequence[str] | None, prompt: str | None, n_essays: int
+) -> list[str] | None:
     """The perturbation names to run (None: none), checked before any work."""
     if perturbations is None:
         return None
@@ -287,8 +337,19 @@ def _check_perturbations(perturbations, prompt, n_essays):
 
 
 def _perturbation_tables(
-    names, essays, y, ids, reps, mods, fitted_reps, *, prompt, n_sample, random_state, notes
-):
+    names: Sequence[str],
+    essays: Sequence[str],
+    y: NDArray[np.float64],
+    ids: NDArray[Any],
+    reps: Mapping[str, Any],
+    mods: Mapping[str, Any],
+    fitted_reps: Mapping[str, Any],
+    *,
+    prompt: str | None,
+    n_sample: int,
+    random_state: int | None,
+    notes: list[str],
+) -> dict[str, DataFrame]:
     """Counterfactual audit of every representation x model on held-out essays."""
     from sklearn.base import clone
     from sklearn.pipeline import Pipeline
@@ -303,7 +364,8 @@ def _perturbation_tables(
     train = np.setdiff1d(np.arange(n), held)
     train_essays = [essays[i] for i in train]
     sample = [essays[i] for i in held]
-    summaries, examples = [], []
+    summaries: list[DataFrame] = []
+    examples: list[dict[str, str]] = []
     for rname, rep in reps.items():
         # the representation is fitted once and shared by the models' pipelines
         with warnings.catch_warnings():
@@ -366,7 +428,7 @@ def _perturbation_tables(
     }
 
 
-def _check_integer_scale(values, what):
+def _check_integer_scale(values: NDArray[np.float64], what: str) -> None:
     """Refuse non-integer scores before any work: QWK needs integer score points.
 
     Half-point scales (e.g. ELLIPSE's 1.0-5.0 in steps of 0.5) are common; the
@@ -392,7 +454,7 @@ def _check_integer_scale(values, what):
     )
 
 
-def _check_group_column(column, group_col):
+def _check_group_column(column: Series, group_col: str) -> NDArray[Any]:
     """The group labels as str, one per essay; refuse what the group view cannot use.
 
     An empty cell (NaN, None, or blank text: the command line reads empty cells
@@ -423,7 +485,7 @@ def _check_group_column(column, group_col):
         ) from None
 
 
-def _row_hint(message):
+def _row_hint(message: str) -> str:
     # positions are 0-based inside the validator; people count rows from 1
     import re
 
@@ -434,11 +496,11 @@ def _row_hint(message):
     return message
 
 
-def _dense(X):
+def _dense(X: Any) -> NDArray[Any]:
     return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
 
 
-def _progress(enabled, total, desc):
+def _progress(enabled: bool, total: int, desc: str) -> Any:
     if not enabled:
         return None
     try:
@@ -448,7 +510,12 @@ def _progress(enabled, total, desc):
     return tqdm(total=total, desc=desc, unit="step", leave=False)
 
 
-def _sample_distances(X, i, j, chunk=50_000):
+def _sample_distances(
+    X: Any,
+    i: NDArray[np.integer[Any]],
+    j: NDArray[np.integer[Any]],
+    chunk: int = 50_000,
+) -> NDArray[np.float64]:
     """Cosine distances of the pairs (i[k], j[k]), a chunk at a time."""
     out = np.empty(len(i))
     for start in range(0, len(i), chunk):
@@ -460,7 +527,9 @@ def _sample_distances(X, i, j, chunk=50_000):
     return out
 
 
-def _normalised_histogram(values, bins=_HIST_BINS):
+def _normalised_histogram(
+    values: NDArray[Any], bins: int = _HIST_BINS
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     lo, hi = float(values.min()), float(values.max())
     scaled = (values - lo) / (hi - lo) if hi > lo else np.zeros_like(values)
     density, edges = np.histogram(scaled, bins=bins, range=(0.0, 1.0), density=True)
@@ -474,7 +543,13 @@ _GROUP_LIPSCHITZ_COLUMNS = [
 ]  # fmt: skip
 
 
-def _noting(collected, where, func, *args, **kwargs):
+def _noting(
+    collected: dict[str, list[str]],
+    where: str,
+    func: Callable[..., _Result],
+    *args: Any,
+    **kwargs: Any,
+) -> _Result:
     """Call ``func``; keep its UndefinedMetricWarnings as report notes.
 
     A group of one essay or a fit without residual degrees of freedom is a fact
@@ -496,7 +571,9 @@ def _noting(collected, where, func, *args, **kwargs):
     return result
 
 
-def _group_lipschitz_rows(rname, sname, result, n):
+def _group_lipschitz_rows(
+    rname: str, sname: str, result: Mapping[str, Any], n: int
+) -> list[tuple[Any, ...]]:
     """Rows of the "group_lipschitz" table for one representation and score series."""
     rows = [
         (rname, sname, scope, "", n, int(result[pairs]), int(result[hits]),
@@ -523,7 +600,13 @@ def _group_lipschitz_rows(rname, sname, result, n):
     return rows
 
 
-def _group_tables(predictions, y, groups, rows_glip, collected):
+def _group_tables(
+    predictions: Mapping[tuple[str, str], NDArray[Any]],
+    y: NDArray[np.float64],
+    groups: NDArray[Any],
+    rows_glip: Sequence[tuple[Any, ...]],
+    collected: dict[str, list[str]],
+) -> dict[str, DataFrame]:
     """The group view's tables: agreement, fairness analyses and Lipschitz fractions.
 
     Each comes from one metric function of :mod:`sklearn_fairaes.metrics` on
@@ -533,7 +616,9 @@ def _group_tables(predictions, y, groups, rows_glip, collected):
     from ..metrics import fairness_analyses, group_agreement_report
 
     pd = require("pandas", purpose="the audit")
-    agreement, summary, coefficients = [], [], []
+    agreement: list[DataFrame] = []
+    summary: list[DataFrame] = []
+    coefficients: list[DataFrame] = []
     for (rname, mname), p in predictions.items():
         where = f"{rname} + {mname}"
         report = _noting(
@@ -547,7 +632,7 @@ def _group_tables(predictions, y, groups, rows_glip, collected):
         ):
             out.append(frame.assign(representation=rname, model=mname))
 
-    def stacked(frames):
+    def stacked(frames: list[DataFrame]) -> DataFrame:
         frame = pd.concat(frames, ignore_index=True)
         rest = [c for c in frame.columns if c not in ("representation", "model")]
         return frame[["representation", "model", *rest]]
@@ -561,30 +646,34 @@ def _group_tables(predictions, y, groups, rows_glip, collected):
 
 
 def audit(
-    data,
+    data: DataFrame,
     *,
-    text_col,
-    score_col,
-    rater_cols=None,
-    prompt=None,
-    group_col=None,
-    id_col=None,
-    representations=("bow", "tfidf", "sbert"),
-    models=("ridge", "random_forest", "gradient_boosting"),
-    cv=5,
-    paraphrases=None,
-    random_state=0,
-    n_jobs=None,
-    grammar=None,
-    sbert_model="all-MiniLM-L6-v2",
-    k_extreme=1,
-    n_profile_pairs=10_000,
-    n_paraphrase_samples=100,
-    perturbations=None,
-    n_perturbation_essays=200,
-    progress=False,
-    title=None,
-):
+    text_col: str,
+    score_col: str,
+    rater_cols: str | Sequence[str] | None = None,
+    prompt: str | None = None,
+    group_col: str | None = None,
+    id_col: str | None = None,
+    representations: Sequence[str] | Mapping[str, Any] = ("bow", "tfidf", "sbert"),
+    models: Sequence[str] | Mapping[str, Any] = (
+        "ridge",
+        "random_forest",
+        "gradient_boosting",
+    ),
+    cv: int = 5,
+    paraphrases: str | Sequence[str] | None = None,
+    random_state: int = 0,
+    n_jobs: int | None = None,
+    grammar: str | None = None,
+    sbert_model: str = "all-MiniLM-L6-v2",
+    k_extreme: int = 1,
+    n_profile_pairs: int = 10_000,
+    n_paraphrase_samples: int = 100,
+    perturbations: str | Sequence[str] | None = None,
+    n_perturbation_essays: int = 200,
+    progress: bool = False,
+    title: str | None = None,
+) -> AuditResult:
     """Run the paper's individual-fairness methodology on essays with human scores.
 
     For every representation x model it computes out-of-fold predictions
@@ -607,8 +696,9 @@ def audit(
         One row per essay.
     text_col, score_col : str
         Columns with the essay text and the (resolved) human score.
-    rater_cols : list of two str, default=None
-        The two raters' columns; enables the degradation from human-human QWK.
+    rater_cols : list of two str or str, default=None
+        The two raters' columns (a list, or one comma-separated string);
+        enables the degradation from human-human QWK.
     prompt : str, default=None
         The task statement. Without it the prompt-based features (overlap and
         prompt similarity) are left out, and the report says so.
@@ -630,21 +720,32 @@ def audit(
         (200 trees of depth 3, rate 0.05, 80% row subsampling), both with sqrt
         features per split.
     cv : int, default=5
+        Number of folds of the shuffled ``KFold`` that gives the out-of-fold
+        predictions (between 2 and the number of essays).
     paraphrases : str, sequence of str or None, default=None
         A column name or one paraphrase per essay; when None, paraphrases are
         made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`.
     random_state : int, default=0
+        Seed of the folds, the models, the sampled pairs and essays and the
+        generated paraphrases, so that a run can be repeated exactly.
     n_jobs : int, default=None
+        Number of jobs to run in parallel (joblib); ``None`` means 1 unless in
+        a :obj:`joblib.parallel_config` context, ``-1`` means all processors.
     grammar : str, default=None
         A LanguageTool server URL (or ``"local"``); without it ``language_errors``
         is left out and the report says so.
     sbert_model : str, default="all-MiniLM-L6-v2"
+        The Sentence-BERT model of the ``"sbert"`` representation and of the
+        prompt-similarity feature (a name or a folder, see
+        :func:`~sklearn_fairaes.resources.resolve_sbert_model`).
     k_extreme : int, default=1
         Number of nearest and farthest pairs shown per representation.
     n_profile_pairs : int, default=10000
         Pairs per group of the feature-difference profile (capped at a tenth of
         all pairs).
     n_paraphrase_samples : int, default=100
+        Essays sampled for the paraphrase-robustness ranking (at most all of
+        them).
     perturbations : None, "default", "all", str or list of str, default=None
         Adds the counterfactual audit (see *Perturbation tables* below): names
         from :data:`~sklearn_fairaes.perturb.PERTURBATION_NAMES`, ``"default"``
@@ -656,10 +757,14 @@ def audit(
     progress : bool, default=False
         Show a tqdm progress bar.
     title : str, default=None
+        Title of the report; None gives "Individual-fairness audit".
 
     Returns
     -------
     result : AuditResult
+        The tables, figures and metadata of the run, ready to render with
+        :meth:`AuditResult.save`, :meth:`AuditResult.to_html` or
+        :meth:`AuditResult.to_json`.
 
     Raises
     ------
@@ -746,6 +851,8 @@ def audit(
 
     pd = require("pandas", purpose="the audit")
     started = time.time()
+    if isinstance(rater_cols, str):  # "r1,r2", as on the command line
+        rater_cols = [c.strip() for c in rater_cols.split(",") if c.strip()]
     essays, y, raters, groups, ids, paraphrases = _prepare(
         data, text_col, score_col, rater_cols, group_col, id_col, paraphrases
     )
@@ -760,13 +867,13 @@ def audit(
     _check_per_representation(mods, reps)
     perturbation_list = _check_perturbations(perturbations, prompt, n_perturbation_essays)
     n = len(essays)
-    notes = []
-    omitted = []
-    tables = {}
+    notes: list[str] = []
+    omitted: list[dict[str, str]] = []
+    tables: dict[str, DataFrame] = {}
     steps = len(reps) * (len(mods) + 3) + 2
     bar = _progress(progress, steps, "audit")
 
-    def tick(label):
+    def tick(label: str) -> None:
         if bar is not None:
             bar.set_postfix_str(label)
             bar.update(1)
@@ -819,11 +926,19 @@ def audit(
     tick("paraphrases")
 
     folds = KFold(cv, shuffle=True, random_state=random_state)
-    predictions = {}
-    rows_lip, rows_curve, rows_trend, rows_dist = [], [], [], []
-    rows_ext, rows_ext_feat, rows_prof, rows_para = [], [], [], []
-    rows_glip, group_warnings = [], {}
-    fitted_reps = {}
+    predictions: dict[tuple[str, str], NDArray[Any]] = {}
+    # one tuple per row of a table, in the column order given at the end
+    rows_lip: list[tuple[Any, ...]] = []
+    rows_curve: list[tuple[Any, ...]] = []
+    rows_trend: list[tuple[Any, ...]] = []
+    rows_dist: list[tuple[Any, ...]] = []
+    rows_ext: list[tuple[Any, ...]] = []
+    rows_ext_feat: list[tuple[Any, ...]] = []
+    rows_prof: list[tuple[Any, ...]] = []
+    rows_para: list[tuple[Any, ...]] = []
+    rows_glip: list[tuple[Any, ...]] = []
+    group_warnings: dict[str, list[str]] = {}
+    fitted_reps: dict[str, Any] = {}
     for rname, rep in reps.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=UserWarning)
@@ -876,7 +991,9 @@ def audit(
                 lf_max = lipschitz_fraction(
                     Xpair, s, metric=metric, normalize="max", n_jobs=n_jobs
                 )
-            rows_lip.append((rname, sname, lf_mm["fraction"], lf_max, lf_mm["n_pairs"]))
+            # return_counts=True: the fraction with its pair counts
+            counts = cast(Mapping[str, Any], lf_mm)
+            rows_lip.append((rname, sname, counts["fraction"], lf_max, counts["n_pairs"]))
             if groups is not None:
                 # the same pairs and min-max scaling as lf_mm, split by group
                 glf = _noting(
@@ -983,12 +1100,16 @@ def audit(
             Xp = Xp.to_numpy() if hasattr(Xp, "to_numpy") else Xp
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", category=UserWarning)
-                det = paraphrase_ndcg(
-                    _dense(X),
-                    _dense(Xp),
-                    n_samples=min(n_paraphrase_samples, n),
-                    return_details=True,
-                    random_state=random_state,
+                # return_details=True: the scores with their spread and sample
+                det = cast(
+                    Mapping[str, Any],
+                    paraphrase_ndcg(
+                        _dense(X),
+                        _dense(Xp),
+                        n_samples=min(n_paraphrase_samples, n),
+                        return_details=True,
+                        random_state=random_state,
+                    ),
                 )
             rows_para.append(
                 (
@@ -1029,7 +1150,7 @@ def audit(
         rep_table.insert(at, "degradation", np.nan)
         rep_table.insert(rep_table.columns.get_loc("qwk_ok") + 1, "degradation_ok", False)
     tables["agreement"] = rep_table
-    if raters is not None:
+    if raters is not None and rater_cols is not None:
         from ..metrics import agreement_rate
 
         r1, r2 = raters
@@ -1157,7 +1278,9 @@ def audit(
         "score_max": float(y.max()),
         "text_col": text_col,
         "score_col": score_col,
-        "rater_cols": list(rater_cols) if raters is not None else None,
+        "rater_cols": (
+            list(rater_cols) if raters is not None and rater_cols is not None else None
+        ),
         "group_col": group_col,
         "prompt_given": prompt is not None,
         "representations": list(reps),
@@ -1185,7 +1308,7 @@ def audit(
     return AuditResult(tables, meta)
 
 
-def _versions():
+def _versions() -> dict[str, str]:
     import importlib.metadata as md
 
     out = {"sklearn_fairaes": __version__, "python": platform.python_version()}
@@ -1207,40 +1330,95 @@ def _versions():
 class AuditResult:
     """What :func:`audit` found: tables, figures and metadata, ready to render.
 
+    The result is plain data: :func:`audit` computes the tables, and the
+    methods here only format them (text, JSON, HTML, CSV files).
+
+    Parameters
+    ----------
+    tables : dict of str -> pandas.DataFrame
+        The tables of the run, by name (see :func:`audit` for their columns).
+    meta : dict
+        What was run, what was left out and why, versions and timing.
+
     Attributes
     ----------
     tables : dict of str -> pandas.DataFrame
+        The tables, as given.
     figures : dict of str -> matplotlib.figure.Figure
         Made from the tables on first access (needs the ``report`` extra).
     meta : dict
-        What was run, what was left out and why, versions and timing.
+        The metadata, as given.
+
+    See Also
+    --------
+    audit : Run the audit and get its result.
+
+    Examples
+    --------
+    A result is usually returned by :func:`audit`; this one is built by hand
+    from the two tables its summary reads:
+
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report import AuditResult
+    >>> agreement = pd.DataFrame({"representation": ["tfidf"], "model": ["ridge"],
+    ...                           "qwk": [0.712], "smd": [-0.031],
+    ...                           "acceptable": [True]})
+    >>> lipschitz = pd.DataFrame({"representation": ["tfidf", "tfidf"],
+    ...                           "model": ["ridge", "human"],
+    ...                           "lipschitz_minmax": [0.9931, 0.9712],
+    ...                           "lipschitz_max": [0.9975, 0.9803],
+    ...                           "n_pairs": [780, 780]})
+    >>> meta = {"title": "Demo audit", "n_essays": 40, "score_min": 2.0,
+    ...         "score_max": 12.0, "cv": 3, "representations": ["tfidf"],
+    ...         "models": ["ridge"], "omitted_features": [], "notes": []}
+    >>> result = AuditResult({"agreement": agreement, "lipschitz": lipschitz}, meta)
+    >>> result
+    AuditResult(40 essays, representations=['tfidf'], models=['ridge'])
+    >>> print(result.summary())  # doctest: +NORMALIZE_WHITESPACE
+    Demo audit: 40 essays, scores 2-12, 3-fold CV
+    representation model                   QWK  |SMD|  LF min-max   LF max  accepted
+    tfidf          ridge                 0.712  0.031      0.9931   0.9975  yes
+    tfidf          human scores                            0.9712   0.9803
+    >>> result.to_json_dict()["tables"]["agreement"][0]["qwk"]
+    0.712
     """
 
-    def __init__(self, tables, meta):
+    def __init__(self, tables: dict[str, DataFrame], meta: dict[str, Any]) -> None:
         self.tables = tables
         self.meta = meta
-        self._figures = None
+        self._figures: dict[str, Figure] | None = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"AuditResult({self.meta['n_essays']} essays, representations="
             f"{self.meta['representations']}, models={self.meta['models']})"
         )
 
     @property
-    def figures(self):
+    def figures(self) -> dict[str, Figure]:
+        """The report's figures, made from the tables on first access.
+
+        Returns
+        -------
+        figures : dict of str -> matplotlib.figure.Figure
+            One figure per analysis whose table is present (see
+            :func:`~sklearn_fairaes.report._plots.make_figures`).
+        """
         if self._figures is None:
             from ._plots import make_figures
 
             self._figures = make_figures(self.tables, self.meta)
         return self._figures
 
-    def summary(self):
-        """A plain-text summary: agreement and Lipschitz fraction per combination.
+    def summary(self) -> str:
+        """Return a plain-text summary: agreement and Lipschitz fraction per combination.
 
         Returns
         -------
         text : str
+            One line per representation and model (QWK, absolute SMD, both
+            Lipschitz fractions and whether it is acceptable), one per
+            representation for the human scores, then the notes.
         """
         agree = self.tables["agreement"].set_index(["representation", "model"])
         lip = self.tables["lipschitz"].set_index(["representation", "model"])
@@ -1269,23 +1447,43 @@ class AuditResult:
         lines += [f"note: {t}" for t in self.meta["notes"]]
         return "\n".join(lines)
 
-    def to_json_dict(self):
-        """The tables (as records) and metadata as JSON-able Python objects."""
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the tables (as records) and metadata as JSON-able Python objects.
+
+        Returns
+        -------
+        data : dict
+            ``{"meta": {...}, "tables": {name: [record, ...]}}``, with NaN and
+            missing values as None (see
+            :func:`~sklearn_fairaes.report._html.to_json_dict`).
+        """
         from ._html import to_json_dict
 
         return to_json_dict(self.tables, self.meta)
 
-    def to_json(self, path):
-        """Write ``results.json``-style output to ``path``."""
+    def to_json(self, path: str | os.PathLike[str]) -> None:
+        """Write ``results.json``-style output to ``path``.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (UTF-8 JSON, indented; replaced if it exists).
+        """
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(self.to_json_dict(), fh, indent=1, allow_nan=False)
 
-    def to_html(self, path=None):
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """Render the self-contained HTML report; write it to ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or path-like, default=None
+            The file to write (UTF-8; replaced if it exists); None writes nothing.
 
         Returns
         -------
         html : str
+            The complete HTML document, with the figures embedded.
         """
         from ._html import render_html
 
@@ -1295,11 +1493,16 @@ class AuditResult:
                 fh.write(page)
         return page
 
-    def save(self, folder):
+    def save(self, folder: str | os.PathLike[str]) -> None:
         """Write ``report.html``, ``results.json`` and ``tables/*.csv`` into ``folder``.
 
         The folder must exist; the command line writes into a temporary sibling
         and renames it, so an interrupted run never leaves a complete-looking report.
+
+        Parameters
+        ----------
+        folder : str or path-like
+            An existing folder; files of the same names in it are replaced.
         """
         from pathlib import Path
 

@@ -24,8 +24,9 @@ import html
 import io
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import PurePath
+from typing import TYPE_CHECKING, Any, SupportsInt, cast
 
 import numpy as np
 
@@ -39,6 +40,10 @@ from ._plots import (
     model_label,
     representation_label,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 __all__ = ["SECTION_TITLES", "render_html", "to_json_dict"]
 
@@ -236,25 +241,25 @@ class _Markup(str):
     without letting data through unescaped.
     """
 
-    def __add__(self, other):
+    def __add__(self, other: object) -> _Markup:
         return _Markup(str.__add__(self, _esc(other)))
 
-    def __radd__(self, other):
+    def __radd__(self, other: object) -> _Markup:
         return _Markup(str.__add__(_esc(other), self))
 
 
-def _esc(value):
+def _esc(value: object) -> _Markup:
     """HTML-escape data; markup built by this module passes through unchanged."""
     if isinstance(value, _Markup):
         return value
     return _Markup(html.escape(str(value), quote=True))
 
 
-def _join(parts, sep=""):
+def _join(parts: Iterable[object], sep: str = "") -> _Markup:
     return _Markup(sep.join(_esc(p) for p in parts))
 
 
-def _tag(name, content="", **attrs):
+def _tag(name: str, content: object = "", **attrs: object) -> _Markup:
     """``<name attr="...">content</name>`` with escaped attribute values and content."""
     rendered = "".join(
         f' {k.rstrip("_").replace("_", "-")}="{_esc(v)}"'
@@ -269,7 +274,7 @@ def _tag(name, content="", **attrs):
 _MISSING = _Markup('<span class="na" title="not available">—</span>')
 
 
-def _missing(value):
+def _missing(value: object) -> bool:
     if value is None:
         return True
     if isinstance(value, str):
@@ -280,7 +285,7 @@ def _missing(value):
         return True  # pandas.NA refuses to be a bool
 
 
-def _num(value, digits=3):
+def _num(value: object, digits: int = 3) -> str:
     """A number for a table cell: 3 decimals, integers with thousands separators."""
     if _missing(value):
         return _MISSING
@@ -298,29 +303,30 @@ def _num(value, digits=3):
     return str(value)
 
 
-def _score(value):
+def _score(value: object) -> str:
     """A score: whole numbers without decimals (scores are often stored as floats)."""
     if _missing(value) or isinstance(value, (bool, np.bool_)):
         return _num(value)
     if isinstance(value, numbers.Real) and float(value).is_integer():
-        return f"{int(value):,}"
+        # every concrete real type has __int__; the numbers.Real ABC omits it
+        return f"{int(cast(SupportsInt, value)):,}"
     return _num(value)
 
 
-def _pct(value):
+def _pct(value: Any) -> str:
     """A fraction as a percentage with 3 decimals (``0.99994`` -> ``99.994``)."""
     if _missing(value):
         return _MISSING
     return f"{100.0 * float(value):.3f}"
 
 
-def _pvalue(value):
+def _pvalue(value: Any) -> str:
     if _missing(value):
         return _MISSING
     return "< 0.001" if float(value) < 0.001 else f"{float(value):.3f}"
 
 
-def _mean_sd(mean, sd):
+def _mean_sd(mean: Any, sd: Any) -> str:
     if _missing(mean):
         return _MISSING
     if _missing(sd):
@@ -328,7 +334,7 @@ def _mean_sd(mean, sd):
     return f"{float(mean):.3f} ± {float(sd):.3f}"
 
 
-def _flag(value):
+def _flag(value: object) -> str:
     if _missing(value):
         return _MISSING
     if bool(value):
@@ -336,7 +342,7 @@ def _flag(value):
     return _Markup('<span class="bad" title="fails the threshold">✗</span>')
 
 
-def _is_numeric_cell(value):
+def _is_numeric_cell(value: object) -> bool:
     return isinstance(value, numbers.Number) or (
         isinstance(value, str)
         and not isinstance(value, _Markup)
@@ -345,7 +351,14 @@ def _is_numeric_cell(value):
     )
 
 
-def _table(headers, rows, *, caption=None, header_rows=None, flags=()):
+def _table(
+    headers: Sequence[object] | None,
+    rows: Sequence[Sequence[object]],
+    *,
+    caption: str | None = None,
+    header_rows: Sequence[str] | None = None,
+    flags: Collection[int] = (),
+) -> _Markup:
     """An HTML table; every cell escaped unless it is markup built here.
 
     ``headers`` is one header row (text); ``header_rows`` replaces it with
@@ -353,7 +366,7 @@ def _table(headers, rows, *, caption=None, header_rows=None, flags=()):
     of centred ✓/✗ columns.
     """
     width = max([len(headers or ())] + [len(row) for row in rows])
-    classes = []
+    classes: list[str | None] = []
     for i in range(width):
         column = [row[i] for row in rows if i < len(row) and row[i] is not _MISSING]
         if i in flags:
@@ -366,7 +379,8 @@ def _table(headers, rows, *, caption=None, header_rows=None, flags=()):
         _tag(
             "tr",
             _join(
-                _tag("th", h, scope="col", class_=classes[i]) for i, h in enumerate(headers)
+                _tag("th", h, scope="col", class_=classes[i])
+                for i, h in enumerate(headers or ())
             ),
         )
     ]
@@ -379,20 +393,22 @@ def _table(headers, rows, *, caption=None, header_rows=None, flags=()):
     return _tag("div", _tag("table", _join(parts)), class_="scroll")
 
 
-def _rep(name):
+def _rep(name: object) -> str:
     return representation_label(name)
 
 
-def _mod(name):
+def _mod(name: object) -> str:
     return model_label(name)
 
 
-def _present(tables, name):
+def _present(tables: Mapping[str, pd.DataFrame | None], name: str) -> bool:
     table = tables.get(name)
     return table is not None and len(table) > 0
 
 
-def _ordered(values, preferred=(), last=()):
+def _ordered(
+    values: Iterable[object], preferred: Iterable[str] = (), last: Sequence[str] = ()
+) -> list[str]:
     seen = list(dict.fromkeys(str(v) for v in values))
     head = [p for p in preferred if p in seen and p not in last]
     return (
@@ -408,13 +424,13 @@ def _ordered(values, preferred=(), last=()):
 class _FigureCounter:
     """Embeds figures as PNG data URIs and numbers them in document order."""
 
-    def __init__(self, figures, dpi):
+    def __init__(self, figures: Mapping[str, Figure] | None, dpi: int) -> None:
         self.figures = dict(figures or {})
         self.dpi = dpi
-        self.used = []
+        self.used: list[str] = []
         self.number = 0
 
-    def __call__(self, name, caption, alt):
+    def __call__(self, name: str, caption: str, alt: str) -> _Markup:
         fig = self.figures.get(name)
         if fig is None:
             return _Markup("")
@@ -433,14 +449,14 @@ class _FigureCounter:
             "figure", _join([img, _tag("figcaption", f"Figure {self.number}. {caption}")])
         )
 
-    def leftovers(self):
+    def leftovers(self) -> list[str]:
         return [name for name in self.figures if name not in self.used]
 
 
 # --------------------------------------------------------------------------- sections
 
 
-def _settings(settings):
+def _settings(settings: Mapping[str, Any] | None) -> str:
     if not settings:
         return _MISSING
     rows = []
@@ -452,13 +468,17 @@ def _settings(settings):
     return _join(_tag("div", _tag("code", row)) for row in rows)
 
 
-def _section_overview(tables, meta, unavailable):
+def _section_overview(
+    tables: Mapping[str, pd.DataFrame],
+    meta: Mapping[str, Any],
+    unavailable: Sequence[tuple[str, str]],
+) -> _Markup:
     reps = meta.get("representations") or []
     mods = meta.get("models") or []
     n = meta.get("n_essays")
     lo, hi = meta.get("score_min"), meta.get("score_max")
 
-    def listing(values):
+    def listing(values: Iterable[object] | None) -> str:
         if not values:
             return _MISSING
         return ", ".join(str(v) for v in values)
@@ -557,7 +577,9 @@ def _section_overview(tables, meta, unavailable):
     return _join(out)
 
 
-def _section_agreement(tables, meta, figure):
+def _section_agreement(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     out = [
         _tag(
             "p",
@@ -679,7 +701,9 @@ def _section_agreement(tables, meta, figure):
     return _join(out)
 
 
-def _essay_box(label, essay_id, row, score, text):
+def _essay_box(
+    label: str, essay_id: object, row: object, score: object, text: object
+) -> _Markup:
     head = _join(
         [
             _tag("b", label),
@@ -695,7 +719,9 @@ def _essay_box(label, essay_id, row, score, text):
     )
 
 
-def _section_extreme(tables, meta, figure):
+def _section_extreme(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     out = [
         figure(
             "extreme_pairs",
@@ -773,7 +799,9 @@ def _section_extreme(tables, meta, figure):
     return _join(out)
 
 
-def _section_profile(tables, meta, figure):
+def _section_profile(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     out = [
         figure(
             "feature_profile",
@@ -789,7 +817,9 @@ def _section_profile(tables, meta, figure):
     return _join(out)
 
 
-def _section_paraphrase(tables, meta, figure):
+def _section_paraphrase(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     if not _present(tables, "paraphrase"):
         source = meta.get("paraphrase_source")
         why = (
@@ -837,7 +867,9 @@ def _section_paraphrase(tables, meta, figure):
     )
 
 
-def _section_lipschitz(tables, meta, figure):
+def _section_lipschitz(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     out = []
     if _present(tables, "lipschitz"):
         table = tables["lipschitz"]
@@ -910,7 +942,9 @@ def _section_lipschitz(tables, meta, figure):
     return _join(out)
 
 
-def _section_score_distance(tables, meta, figure):
+def _section_score_distance(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     out = [
         figure(
             "score_distance_5",
@@ -971,7 +1005,8 @@ def _section_score_distance(tables, meta, figure):
         )
         bins = sorted(set(int(b) for b in trend["n_bins"]))
         cells = {
-            (str(t.representation), str(t.model), int(t.n_bins)): t
+            # pandas-stubs types a row's fields as any scalar; n_bins holds ints
+            (str(t.representation), str(t.model), int(cast(SupportsInt, t.n_bins))): t
             for t in trend.itertuples(index=False)
         }
         headers = ["Representation", "Model"]
@@ -1012,11 +1047,13 @@ _GROUP_TABLES = (
 _ANALYSES = (("osa", "OSA"), ("osd", "OSD"), ("csd", "CSD"))
 
 
-def _group(label):
+def _group(label: object) -> str:
     return _tag("i", "All essays") if str(label) == "all" else str(label)
 
 
-def _by_model(table, meta, *, human=False):
+def _by_model(
+    table: pd.DataFrame, meta: Mapping[str, Any], *, human: bool = False
+) -> list[tuple[str, str, pd.DataFrame]]:
     """(representation, model, rows) in the report's order."""
     reps = _ordered(table["representation"], meta.get("representations") or ())
     out = []
@@ -1028,7 +1065,9 @@ def _by_model(table, meta, *, human=False):
     return out
 
 
-def _group_agreement_table(table, meta, caption):
+def _group_agreement_table(
+    table: pd.DataFrame, meta: Mapping[str, Any], caption: str
+) -> _Markup:
     _check_table(
         table,
         "group_agreement",
@@ -1069,7 +1108,7 @@ def _group_agreement_table(table, meta, caption):
     return _table(headers, rows, caption=caption, flags={7, 9, 11})
 
 
-def _group_fairness_table(table, meta):
+def _group_fairness_table(table: pd.DataFrame, meta: Mapping[str, Any]) -> _Markup:
     _check_table(
         table,
         "group_fairness",
@@ -1106,7 +1145,7 @@ def _group_fairness_table(table, meta):
     )
 
 
-def _group_coefficients_table(table, meta):
+def _group_coefficients_table(table: pd.DataFrame, meta: Mapping[str, Any]) -> _Markup:
     _check_table(
         table,
         "group_fairness_coefficients",
@@ -1135,7 +1174,7 @@ def _group_coefficients_table(table, meta):
     )
 
 
-def _group_lipschitz_table(table, meta):
+def _group_lipschitz_table(table: pd.DataFrame, meta: Mapping[str, Any]) -> _Markup:
     _check_table(
         table,
         "group_lipschitz",
@@ -1173,7 +1212,9 @@ def _group_lipschitz_table(table, meta):
     return _table(headers, rows, caption=caption)
 
 
-def _section_groups(tables, meta, figure):
+def _section_groups(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     group_col = meta.get("group_col")
     column = f" (column {group_col})" if group_col else ""
     out = [
@@ -1269,7 +1310,9 @@ def _section_groups(tables, meta, figure):
     return _join(out)
 
 
-def _section_perturbations(tables, meta, figure):
+def _section_perturbations(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
+) -> _Markup:
     table = tables["perturbation"]
     _check_table(
         table,
@@ -1369,7 +1412,7 @@ _SECTION_TABLES = {
 # --------------------------------------------------------------------------- public
 
 
-def _check_inputs(tables, meta, figures):
+def _check_inputs(tables: object, meta: object, figures: object) -> None:
     if not isinstance(tables, Mapping):
         raise TypeError(
             f"tables must be a dict of table name -> pandas.DataFrame (AuditResult.tables); "
@@ -1396,7 +1439,13 @@ def _check_inputs(tables, meta, figures):
             )
 
 
-def render_html(tables, meta, figures, *, dpi=100):
+def render_html(
+    tables: Mapping[str, pd.DataFrame | None],
+    meta: Mapping[str, Any] | None,
+    figures: Mapping[str, Figure] | None,
+    *,
+    dpi: int = 100,
+) -> str:
     """Render an audit as one self-contained HTML page.
 
     Sections follow the paper's methodology (Section 3) and results (Section
@@ -1411,10 +1460,10 @@ def render_html(tables, meta, figures, *, dpi=100):
     ----------
     tables : dict of str to pandas.DataFrame
         The audit's tables (see :class:`~sklearn_fairaes.report.AuditResult`).
-    meta : dict
+    meta : dict or None
         The audit's metadata (title, data, what was run and left out, notes,
         versions, run time). Missing keys are shown as not available.
-    figures : dict of str to matplotlib.figure.Figure
+    figures : dict of str to matplotlib.figure.Figure, or None
         Usually :func:`~sklearn_fairaes.report._plots.make_figures` of the
         same tables; each is embedded once as a PNG data URI. Figures with
         other names go to the end of the last section.
@@ -1451,11 +1500,11 @@ def render_html(tables, meta, figures, *, dpi=100):
     True
     """
     _check_inputs(tables, meta, figures)
-    tables = {k: v for k, v in tables.items() if v is not None}
+    frames = {k: v for k, v in tables.items() if v is not None}
     meta = dict(meta or {})
     figure = _FigureCounter(figures, dpi)
-    with_groups = any(_present(tables, name) for name in _GROUP_TABLES)
-    with_edits = _present(tables, "perturbation")
+    with_groups = any(_present(frames, name) for name in _GROUP_TABLES)
+    with_edits = _present(frames, "perturbation")
     titles = [
         t
         for t in SECTION_TITLES
@@ -1466,7 +1515,7 @@ def render_html(tables, meta, figures, *, dpi=100):
     unavailable = [
         (title, "not available in this run (its table is missing)")
         for title, names in _SECTION_TABLES.items()
-        if not any(_present(tables, n) for n in names)
+        if not any(_present(frames, n) for n in names)
     ]
     if not with_groups:
         unavailable.append(("Group view", "no group column was given, so it is left out"))
@@ -1479,19 +1528,19 @@ def render_html(tables, meta, figures, *, dpi=100):
             )
         )
     builders = {
-        "Overview": lambda: _section_overview(tables, meta, unavailable),
-        "Agreement with human raters": lambda: _section_agreement(tables, meta, figure),
-        "Essay similarity: extreme pairs": lambda: _section_extreme(tables, meta, figure),
-        "Aggregate feature differences": lambda: _section_profile(tables, meta, figure),
-        "Paraphrase robustness": lambda: _section_paraphrase(tables, meta, figure),
+        "Overview": lambda: _section_overview(frames, meta, unavailable),
+        "Agreement with human raters": lambda: _section_agreement(frames, meta, figure),
+        "Essay similarity: extreme pairs": lambda: _section_extreme(frames, meta, figure),
+        "Aggregate feature differences": lambda: _section_profile(frames, meta, figure),
+        "Paraphrase robustness": lambda: _section_paraphrase(frames, meta, figure),
         "Individual fairness: Lipschitz fraction": lambda: _section_lipschitz(
-            tables, meta, figure
+            frames, meta, figure
         ),
         "Score difference vs. distance": lambda: _section_score_distance(
-            tables, meta, figure
+            frames, meta, figure
         ),
-        "Group view": lambda: _section_groups(tables, meta, figure),
-        "Counterfactual edits": lambda: _section_perturbations(tables, meta, figure),
+        "Group view": lambda: _section_groups(frames, meta, figure),
+        "Counterfactual edits": lambda: _section_perturbations(frames, meta, figure),
     }
 
     sections, toc = [], []
@@ -1573,7 +1622,7 @@ def render_html(tables, meta, figures, *, dpi=100):
     )
 
 
-def _jsonable(value, where):
+def _jsonable(value: object, where: str) -> Any:
     """``value`` as plain JSON types: NaN/NA -> None, numpy scalars -> Python."""
     if value is None or isinstance(value, str):
         return value if value is None else str(value)
@@ -1611,14 +1660,16 @@ def _jsonable(value, where):
     )
 
 
-def to_json_dict(tables, meta):
+def to_json_dict(
+    tables: Mapping[str, pd.DataFrame | None], meta: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The audit's tables and metadata as plain, JSON-able Python data.
 
     Parameters
     ----------
     tables : dict of str to pandas.DataFrame
         The audit's tables.
-    meta : dict
+    meta : dict or None
         The audit's metadata.
 
     Returns

@@ -16,11 +16,20 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, SupportsFloat, SupportsInt, cast
 
 import numpy as np
 
 from ..features._interpretable import FEATURE_NAMES
 from ..resources import require
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 __all__ = [
     "FIGURE_NAMES",
@@ -104,7 +113,7 @@ _PANEL_W, _PANEL_H = 5.2, 3.6
 # --------------------------------------------------------------------------- helpers
 
 
-def _mpl():
+def _mpl() -> tuple[type[Figure], type[Line2D]]:
     """The two matplotlib pieces we use, imported on first use."""
     figure = require(
         "matplotlib.figure", extra="report", purpose="the audit report's figures"
@@ -115,28 +124,28 @@ def _mpl():
     return figure.Figure, lines.Line2D
 
 
-def _text(value):
+def _text(value: object) -> str:
     """Data as literal matplotlib text: an unescaped ``$`` would start math mode."""
     return str(value).replace("$", r"\$")
 
 
-def _short(value, width=16):
+def _short(value: object, width: int = 16) -> str:
     """Data shortened for a title (ids can be long)."""
     text = str(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def representation_label(name):
+def representation_label(name: object) -> str:
     """Display name of a representation (``"sbert"`` -> ``"Sentence-BERT"``)."""
     return REPRESENTATION_LABELS.get(str(name), str(name))
 
 
-def model_label(name):
+def model_label(name: object) -> str:
     """Display name of a model (``"random_forest"`` -> ``"Random Forest"``)."""
     return MODEL_LABELS.get(str(name), str(name))
 
 
-def feature_number(name, extra=()):
+def feature_number(name: str, extra: Iterable[str] = ()) -> int:
     """Number of a feature in the paper's Table 1 (1-12), so that numbers keep
     their meaning when some features were left out; unknown features are
     numbered after them, in the order of ``extra``."""
@@ -148,12 +157,16 @@ def feature_number(name, extra=()):
     )
 
 
-def feature_label(name):
+def feature_label(name: object) -> str:
     """Display name of an interpretable feature."""
     return FEATURE_LABELS.get(str(name), str(name).replace("_", " "))
 
 
-def _ordered(values, preferred=None, last=()):
+def _ordered(
+    values: Iterable[object],
+    preferred: Iterable[str] | None = None,
+    last: Sequence[str] = (),
+) -> list[str]:
     """Unique values in the order of ``preferred`` then of appearance; ``last`` at the end."""
     seen = list(dict.fromkeys(str(v) for v in values))
     head = [p for p in (preferred or ()) if p in seen and p not in last]
@@ -162,7 +175,7 @@ def _ordered(values, preferred=None, last=()):
     return head + rest + tail
 
 
-def _check_table(table, name, columns):
+def _check_table(table: pd.DataFrame, name: str, columns: Iterable[str]) -> None:
     """Raise a ValueError naming the table and its missing columns."""
     missing = [c for c in columns if c not in table.columns]
     if missing:
@@ -173,7 +186,7 @@ def _check_table(table, name, columns):
         )
 
 
-def model_colors(models):
+def model_colors(models: Iterable[str]) -> dict[str, str]:
     """One colour per model, the same in every figure of a report.
 
     Parameters
@@ -195,14 +208,21 @@ def model_colors(models):
     >>> model_colors(["ridge", "svr", "human"])
     {'ridge': '#0072B2', 'svr': '#CC79A7', 'human': '#4D4D4D'}
     """
-    colors = {}
+    colors: dict[str, str] = {}
     spare = itertools.cycle(_SPARE_COLORS)
     for name in dict.fromkeys(str(m) for m in models):
         colors[name] = _KNOWN_MODEL_COLORS.get(name) or next(spare)
     return colors
 
 
-def _panel_axes(fig, n_panels, *, max_cols=2, sharex=False, sharey=False):
+def _panel_axes(
+    fig: Figure,
+    n_panels: int,
+    *,
+    max_cols: int = 2,
+    sharex: bool = False,
+    sharey: bool = False,
+) -> tuple[list[Axes], int, int]:
     """A grid of ``n_panels`` axes (unused cells removed), row-major."""
     ncols = min(n_panels, max_cols)
     nrows = math.ceil(n_panels / ncols)
@@ -218,12 +238,18 @@ def _panel_axes(fig, n_panels, *, max_cols=2, sharex=False, sharey=False):
     return list(axes[:n_panels]), nrows, ncols
 
 
-def _figure(width, height):
+def _figure(width: float, height: float) -> Figure:
     Figure, _ = _mpl()
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _legend(fig, handles, labels, *, ncols=None):
+def _legend(
+    fig: Figure,
+    handles: Sequence[Artist],
+    labels: Sequence[str],
+    *,
+    ncols: int | None = None,
+) -> None:
     fig.legend(
         handles,
         labels,
@@ -234,7 +260,7 @@ def _legend(fig, handles, labels, *, ncols=None):
     )
 
 
-def _line_handles(colors, names):
+def _line_handles(colors: Mapping[str, str], names: Iterable[str]) -> list[Line2D]:
     _, Line2D = _mpl()
     return [Line2D([], [], color=colors[n], marker="o", lw=2) for n in names]
 
@@ -242,7 +268,13 @@ def _line_handles(colors, names):
 # --------------------------------------------------------------------------- figures
 
 
-def plot_lipschitz(lipschitz, *, representations=None, models=None, colors=None):
+def plot_lipschitz(
+    lipschitz: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
     """Share of essay pairs satisfying the Lipschitz condition (paper Table 3).
 
     Two panels, one per normalisation of distances and score differences
@@ -333,7 +365,12 @@ def plot_lipschitz(lipschitz, *, representations=None, models=None, colors=None)
     return fig
 
 
-def plot_extreme_pairs(extreme_pair_features, extreme_pairs=None, *, representations=None):
+def plot_extreme_pairs(
+    extreme_pair_features: pd.DataFrame,
+    extreme_pairs: pd.DataFrame | None = None,
+    *,
+    representations: Sequence[str] | None = None,
+) -> Figure:
     """The nearest and the farthest essay pair per representation (paper Figure 1).
 
     One row of panels per representation: left the nearest pair, right the
@@ -379,18 +416,20 @@ def plot_extreme_pairs(extreme_pair_features, extreme_pairs=None, *, representat
     features = sorted(
         _ordered(table["feature"]), key=lambda f: feature_number(f, table["feature"])
     )
-    titles = {}
+    titles: dict[tuple[str, str], str] = {}
     if extreme_pairs is not None and len(extreme_pairs):
         _check_table(
             extreme_pairs, "extreme_pairs", ["representation", "which", "rank", "distance"]
         )
+        # pandas-stubs types a row's fields as any scalar: rank is an int and
+        # distance a float in the audit's data contract
         for row in extreme_pairs.itertuples(index=False):
-            if int(row.rank) == 1:
+            if int(cast(SupportsInt, row.rank)) == 1:
                 ids = ""
                 if hasattr(row, "id_a") and hasattr(row, "id_b"):
                     ids = f", essays {_short(row.id_a)} & {_short(row.id_b)}"
                 titles[(str(row.representation), str(row.which))] = (
-                    f" (distance {float(row.distance):.3f}{ids})"
+                    f" (distance {float(cast(SupportsFloat, row.distance)):.3f}{ids})"
                 )
     fig = _figure(2 * max(5.5, 0.55 * len(features) + 1.5), 2.6 * len(reps) + 1.6)
     axes = fig.subplots(len(reps), 2, sharex=True, sharey=True, squeeze=False)
@@ -438,7 +477,9 @@ def plot_extreme_pairs(extreme_pair_features, extreme_pairs=None, *, representat
     return fig
 
 
-def plot_feature_profile(feature_profile, *, representations=None):
+def plot_feature_profile(
+    feature_profile: pd.DataFrame, *, representations: Sequence[str] | None = None
+) -> Figure:
     """Mean feature difference of near, medium and far pairs (paper Figure 2).
 
     One panel per representation; for each interpretable feature (numbered as
@@ -520,8 +561,12 @@ def plot_feature_profile(feature_profile, *, representations=None):
 
 
 def plot_distance_distribution(
-    distance_distribution, *, representations=None, models=None, colors=None
-):
+    distance_distribution: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
     """Distribution of essay distances and of score differences (paper Figure 4).
 
     One panel per representation: the density of the normalised essay
@@ -611,8 +656,13 @@ def plot_distance_distribution(
 
 
 def plot_score_distance(
-    score_distance, *, n_bins=5, representations=None, models=None, colors=None
-):
+    score_distance: pd.DataFrame,
+    *,
+    n_bins: int = 5,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
     """Mean score difference per distance bin (paper Figures 5 and 6).
 
     One panel per representation; all essay pairs sorted by distance and cut
@@ -718,7 +768,12 @@ def plot_score_distance(
     return fig
 
 
-def plot_group_agreement(group_agreement, *, representations=None, models=None):
+def plot_group_agreement(
+    group_agreement: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+) -> Figure:
     """QWK, SMD and DSM per group of students, per representation and model.
 
     Three rows of panels (QWK; SMD, machine minus human within the group;
@@ -811,13 +866,17 @@ def plot_group_agreement(group_agreement, *, representations=None, models=None):
     return fig
 
 
-def _group_label(group):
+def _group_label(group: str) -> str:
     return "All essays" if group == "all" else _text(group)
 
 
 def plot_group_lipschitz(
-    group_lipschitz, *, representations=None, models=None, colors=None
-):
+    group_lipschitz: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
     """Lipschitz fraction within groups and across groups, per representation.
 
     One panel per representation; for each model and for the human scores,
@@ -914,12 +973,14 @@ def plot_group_lipschitz(
 # --------------------------------------------------------------------------- all
 
 
-def _present(tables, name):
+def _present(tables: Mapping[str, pd.DataFrame], name: str) -> bool:
     table = tables.get(name)
     return table is not None and len(table) > 0
 
 
-def make_figures(tables, meta):
+def make_figures(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any] | None
+) -> dict[str, Figure]:
     """Build every figure of the audit report that the tables allow.
 
     A figure whose table is missing (or empty) is left out; nothing is
@@ -931,7 +992,7 @@ def make_figures(tables, meta):
     ----------
     tables : dict of str to pandas.DataFrame
         The audit's tables (see :class:`~sklearn_fairaes.report.AuditResult`).
-    meta : dict
+    meta : dict or None
         The audit's metadata; ``representations`` and ``models`` set the order.
 
     Returns
@@ -962,23 +1023,31 @@ def make_figures(tables, meta):
         if _present(tables, key) and column in tables[key].columns:
             names += [s for s in tables[key][column].astype(str) if s != "distance"]
     colors = model_colors(_ordered(names, mods, last=("human",)))
-    order = {"representations": reps or None}
-    figures = {}
+    rep_order = reps or None
+    figures: dict[str, Figure] = {}
     if _present(tables, "extreme_pair_features"):
         figures["extreme_pairs"] = plot_extreme_pairs(
-            tables["extreme_pair_features"], tables.get("extreme_pairs"), **order
+            tables["extreme_pair_features"],
+            tables.get("extreme_pairs"),
+            representations=rep_order,
         )
     if _present(tables, "feature_profile"):
         figures["feature_profile"] = plot_feature_profile(
-            tables["feature_profile"], **order
+            tables["feature_profile"], representations=rep_order
         )
     if _present(tables, "lipschitz"):
         figures["lipschitz"] = plot_lipschitz(
-            tables["lipschitz"], models=mods or None, colors=colors, **order
+            tables["lipschitz"],
+            models=mods or None,
+            colors=colors,
+            representations=rep_order,
         )
     if _present(tables, "distance_distribution"):
         figures["distance_distribution"] = plot_distance_distribution(
-            tables["distance_distribution"], models=mods or None, colors=colors, **order
+            tables["distance_distribution"],
+            models=mods or None,
+            colors=colors,
+            representations=rep_order,
         )
     if _present(tables, "score_distance"):
         have = set(tables["score_distance"]["n_bins"].astype(int))
@@ -989,15 +1058,18 @@ def make_figures(tables, meta):
                     n_bins=n_bins,
                     models=mods or None,
                     colors=colors,
-                    **order,
+                    representations=rep_order,
                 )
     if _present(tables, "group_agreement"):
         figures["group_agreement"] = plot_group_agreement(
-            tables["group_agreement"], models=mods or None, **order
+            tables["group_agreement"], models=mods or None, representations=rep_order
         )
     if _present(tables, "group_lipschitz"):
         figures["group_lipschitz"] = plot_group_lipschitz(
-            tables["group_lipschitz"], models=mods or None, colors=colors, **order
+            tables["group_lipschitz"],
+            models=mods or None,
+            colors=colors,
+            representations=rep_order,
         )
     if _present(tables, "perturbation"):
         from ..perturb import plot_perturbation_audit

@@ -13,8 +13,11 @@ similarity grader of this package, and a valid answer should get full marks.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_random_state
 
 from .._validation import _position_label, check_essays, check_grades, check_same_length
@@ -25,6 +28,10 @@ from ._grader import (
     fit_representation,
     unit_vectors,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_reference_coverage", "reference_coverage_curve"]
 
@@ -43,7 +50,15 @@ COVERAGE_COLUMNS = (
 _CREDIT_TOLERANCE = 1e-9
 
 
-def _check_real(value, name, *, low, high, low_open=False, high_open=False):
+def _check_real(
+    value: Any,
+    name: str,
+    *,
+    low: float,
+    high: float,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if ok:
         value = float(value)
@@ -58,7 +73,7 @@ def _check_real(value, name, *, low, high, low_open=False, high_open=False):
     return value
 
 
-def _check_sizes(n_references):
+def _check_sizes(n_references: Any) -> list[int]:
     if isinstance(n_references, numbers.Integral) and not isinstance(n_references, bool):
         n_references = (n_references,)
     try:
@@ -78,7 +93,7 @@ def _check_sizes(n_references):
     return sorted({int(m) for m in sizes})
 
 
-def _questions(question, n):
+def _questions(question: Any, n: int) -> list[Hashable]:
     if isinstance(question, (str, bytes)):
         raise TypeError(
             "question must hold one question label per answer (a list, array or pandas "
@@ -96,19 +111,19 @@ def _questions(question, n):
 
 
 def reference_coverage_curve(
-    answers,
-    grades,
+    answers: ArrayLike,
+    grades: ArrayLike,
     *,
-    question,
-    representation=None,
-    n_references=(1, 2, 4, 8, 16),
-    n_bootstrap=200,
-    full_credit=1.0,
-    pass_threshold=0.5,
-    confidence_level=0.95,
-    random_state=None,
-):
-    """How much a reference-based grader under-scores answers that are fully correct.
+    question: ArrayLike,
+    representation: Any = None,
+    n_references: int | Iterable[int] = (1, 2, 4, 8, 16),
+    n_bootstrap: int = 200,
+    full_credit: float = 1.0,
+    pass_threshold: float = 0.5,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.RandomState | None = None,
+) -> pd.DataFrame:
+    """Measure how much a reference-based grader under-scores fully correct answers.
 
     For every question, the answers with full human credit are taken as
     valid answers. In each bootstrap replicate and for each question, the
@@ -231,7 +246,7 @@ def reference_coverage_curve(
     rng = check_random_state(random_state)
 
     m_max = sizes[-1]
-    valid = {}
+    valid: dict[Hashable, list[int]] = {}
     for i, (text, grade, q) in enumerate(zip(texts, y, labels)):
         if grade >= full_credit - _CREDIT_TOLERANCE and text.strip():
             valid.setdefault(q, []).append(i)
@@ -248,7 +263,7 @@ def reference_coverage_curve(
     fitted = fit_representation(representation, fit_texts, reuse_fitted=True)
     used = [texts[i] for rows in kept.values() for i in rows]
     Z, index = unit_vectors(fitted, used)
-    sims = {}
+    sims: dict[Hashable, NDArray[np.float64]] = {}
     for q, rows in kept.items():
         ids = [index[texts[i]] for i in rows]
         S = cosine_block(Z, ids, ids)
@@ -297,7 +312,11 @@ def reference_coverage_curve(
 _COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#999999")
 
 
-def plot_reference_coverage(curves, *, pass_threshold=None):
+def plot_reference_coverage(
+    curves: pd.DataFrame | Mapping[str, pd.DataFrame],
+    *,
+    pass_threshold: float | None = None,
+) -> Figure:
     """Plot coverage curves: mean score and share below the pass mark against ``M``.
 
     Parameters
@@ -328,7 +347,7 @@ def plot_reference_coverage(curves, *, pass_threshold=None):
     """
     figure = require("matplotlib.figure", extra="report", purpose="the coverage figure")
     if hasattr(curves, "columns"):
-        curves = {"": curves}
+        curves = {"": cast("pd.DataFrame", curves)}
     if not isinstance(curves, dict) or not curves:
         raise TypeError(
             "curves must be a DataFrame from reference_coverage_curve or a non-empty "

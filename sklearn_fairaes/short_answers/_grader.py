@@ -12,9 +12,12 @@ answers.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
@@ -28,6 +31,11 @@ from .._validation import (
 )
 from ..metrics._grading import _bin_weights
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..text import SentenceBertEncoder
+
 __all__ = ["ReferenceSimilarityGrader"]
 
 _CALIBRATIONS = (None, "isotonic", "linear")
@@ -36,20 +44,25 @@ _GRADE_WEIGHTS = (None, "balanced")
 #: Grade ranges of the "balanced" weights: ASAG2024's ten ranges of width 0.1.
 _N_GRADE_RANGES = 10
 
+# Unit-length text vectors, one row per text: CSR when the representation is
+# sparse, else a dense array. Any, because scipy's stubs and numpy's share no
+# type that covers the row indexing and products done on both here.
+_Vectors = Any
+
 
 # --------------------------------------------------------------------------- helpers
 # Shared with the coverage audit, which scores answers against references drawn
 # from other answers with the same similarity.
 
 
-def default_representation():
+def default_representation() -> SentenceBertEncoder:
     """The default representation: Sentence-BERT MiniLM through the embedding cache."""
     from ..text import SentenceBertEncoder
 
     return SentenceBertEncoder()
 
 
-def check_representation(representation, name="representation"):
+def check_representation(representation: object, name: str = "representation") -> None:
     """Raise unless ``representation`` is None or has ``fit`` and ``transform``."""
     if representation is None:
         return
@@ -61,7 +74,9 @@ def check_representation(representation, name="representation"):
         )
 
 
-def fit_representation(representation, texts, *, reuse_fitted=False):
+def fit_representation(
+    representation: Any, texts: Sequence[str], *, reuse_fitted: bool = False
+) -> Any:
     """A fitted copy of ``representation`` (the default when None).
 
     ``reuse_fitted`` returns an already fitted representation as it is, instead
@@ -78,7 +93,9 @@ def fit_representation(representation, texts, *, reuse_fitted=False):
     return clone(representation).fit(texts)
 
 
-def unit_vectors(representation, texts):
+def unit_vectors(
+    representation: Any, texts: Iterable[str]
+) -> tuple[_Vectors, dict[str, int]]:
     """Rows of unit length (zero rows stay zero) for ``texts``, each encoded once.
 
     Returns ``(Z, index)``: ``Z`` a float64 matrix (dense, or CSR for sparse
@@ -98,7 +115,8 @@ def unit_vectors(representation, texts):
     elif hasattr(Z, "to_numpy"):
         Z = Z.to_numpy()
     if sp.issparse(Z):
-        Z = sp.csr_matrix(Z, dtype=np.float64)
+        # cast: scipy's stubs narrow issparse() to an abstract class
+        Z = sp.csr_matrix(cast(_Vectors, Z), dtype=np.float64)
     else:
         Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2 or Z.shape[0] != len(distinct):
@@ -109,22 +127,29 @@ def unit_vectors(representation, texts):
     return normalize(Z, norm="l2", copy=False), index
 
 
-def cosine_block(Z, rows, cols):
+def cosine_block(
+    Z: _Vectors, rows: Sequence[int], cols: Sequence[int]
+) -> NDArray[np.float64]:
     """Dense matrix of the cosines between rows ``rows`` and ``cols`` of ``Z``."""
     block = Z[rows] @ Z[cols].T
     if sp.issparse(block):
-        block = block.toarray()
+        block = cast(_Vectors, block).toarray()
     return np.clip(np.asarray(block, dtype=np.float64), -1.0, 1.0)
 
 
-def max_reference_similarity(Z, index, answers, references):
+def max_reference_similarity(
+    Z: _Vectors,
+    index: Mapping[str, int],
+    answers: Sequence[str],
+    references: Sequence[tuple[str, ...]],
+) -> NDArray[np.float64]:
     """Per answer, the largest cosine with one of its references.
 
     An answer identical to one of its references gets exactly 1.0; an empty
     (whitespace-only) answer gets 0.0.
     """
     sims = np.zeros(len(answers), dtype=np.float64)
-    groups = {}
+    groups: dict[tuple[str, ...], list[int]] = {}
     for i, (answer, refs) in enumerate(zip(answers, references)):
         if answer.strip():
             groups.setdefault(refs, []).append(i)
@@ -137,7 +162,7 @@ def max_reference_similarity(Z, index, answers, references):
     return sims
 
 
-def _check_int(value, name, minimum):
+def _check_int(value: object, name: str, minimum: int) -> int:
     if (
         not isinstance(value, numbers.Integral)
         or isinstance(value, bool)
@@ -260,18 +285,23 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
     [1.0, 0.5, 0.0, 0.0]
     """
 
+    # set by fit
+    representation_: Any
+    calibrator_: Any
+    question_calibrators_: dict[Hashable, Any]
+
     def __init__(
         self,
-        representation=None,
+        representation: Any = None,
         *,
-        calibration=None,
-        calibrate_by="pooled",
-        min_question_answers=5,
-        grade_weight=None,
-        answer_col="answer",
-        reference_col="reference",
-        question_col="question",
-    ):
+        calibration: str | None = None,
+        calibrate_by: str = "pooled",
+        min_question_answers: int = 5,
+        grade_weight: str | None = None,
+        answer_col: str = "answer",
+        reference_col: str = "reference",
+        question_col: str = "question",
+    ) -> None:
         self.representation = representation
         self.calibration = calibration
         self.calibrate_by = calibrate_by
@@ -282,7 +312,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         self.question_col = question_col
 
     # -- validation ---------------------------------------------------------
-    def _validate_params(self):
+    def _validate_params(self) -> None:
         check_representation(self.representation)
         if self.calibration not in _CALIBRATIONS:
             raise ValueError(
@@ -299,13 +329,15 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
                 f"grade_weight must be None or 'balanced'; got {self.grade_weight!r}"
             )
 
-    def _columns(self):
+    def _columns(self) -> list[str]:
         cols = [self.answer_col, self.reference_col]
         if self.calibration is not None and self.calibrate_by == "question":
             cols.append(self.question_col)
         return cols
 
-    def _read(self, X):
+    def _read(
+        self, X: pd.DataFrame
+    ) -> tuple[list[str], list[tuple[str, ...]], list[Hashable] | None]:
         check_columns(X, self._columns())
         answers = check_essays(X[self.answer_col], name=f"X[{self.answer_col!r}]")
         references = check_references(
@@ -313,7 +345,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         )
         if not answers:
             raise ValueError("X has no rows; at least one answer is needed")
-        questions = None
+        questions: list[Hashable] | None = None
         if self.calibration is not None and self.calibrate_by == "question":
             column = X[self.question_col]
             missing = column.isna().to_numpy()
@@ -327,7 +359,12 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         return answers, references, questions
 
     # -- public API ---------------------------------------------------------
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(
+        self,
+        X: pd.DataFrame,
+        y: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> ReferenceSimilarityGrader:
         """Fit the representation and, if asked, the calibration.
 
         Parameters
@@ -346,10 +383,13 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         Returns
         -------
         self : object
+            The fitted grader.
         """
         self._validate_params()
         answers, references, questions = self._read(X)
-        grades = None
+        grades: NDArray[np.float64] | None = None
+        # sample_weight, checked, times the "balanced" weights
+        weights: NDArray[np.float64] | None = None
         if self.calibration is not None:
             if y is None:
                 raise ValueError(
@@ -363,19 +403,17 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
                 hint="Scale grades to [0, 1] first, e.g. with load_short_answers",
             )
             if sample_weight is not None:
-                sample_weight = check_scores(
+                weights = check_scores(
                     sample_weight, name="sample_weight", n_samples=len(answers)
                 )
-                if (sample_weight < 0).any() or not sample_weight.any():
+                if (weights < 0).any() or not weights.any():
                     raise ValueError(
                         "sample_weight must be non-negative with at least one positive "
                         "weight"
                     )
             if self.grade_weight == "balanced":
                 balanced = _bin_weights(grades, _N_GRADE_RANGES)
-                sample_weight = (
-                    balanced if sample_weight is None else balanced * sample_weight
-                )
+                weights = balanced if weights is None else balanced * weights
         texts = [a for a in answers if a.strip()]
         texts += [r for refs in references for r in refs]
         self.representation_ = fit_representation(
@@ -385,15 +423,19 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         self.question_calibrators_ = {}
         if self.calibration is None:
             return self
+        # with a calibration, y has been checked above
+        grades = cast("NDArray[np.float64]", grades)
         sims = self._similarity(answers, references)
-        self.calibrator_ = self._fit_calibrator(sims, grades, sample_weight)
+        self.calibrator_ = self._fit_calibrator(sims, grades, weights)
         if self.calibrate_by == "question":
-            rows = {}
+            # read by _read for a per-question calibration
+            questions = cast("list[Hashable]", questions)
+            rows: dict[Hashable, list[int]] = {}
             for i, q in enumerate(questions):
                 rows.setdefault(q, []).append(i)
-            for q, idx in rows.items():
-                idx = np.asarray(idx)
-                w = None if sample_weight is None else sample_weight[idx]
+            for q, idx_list in rows.items():
+                idx = np.asarray(idx_list)
+                w = None if weights is None else weights[idx]
                 if (
                     idx.size >= self.min_question_answers
                     and np.unique(sims[idx]).size > 1
@@ -404,8 +446,8 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
                     )
         return self
 
-    def similarity(self, X):
-        """Largest cosine similarity of each answer to its references, in [-1, 1].
+    def similarity(self, X: pd.DataFrame) -> NDArray[np.float64]:
+        """Compute the largest cosine similarity of each answer to its references.
 
         Parameters
         ----------
@@ -415,6 +457,9 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         Returns
         -------
         similarity : ndarray of shape (n_answers,)
+            For each answer, its largest cosine similarity to one of its
+            references, in [-1, 1] (1.0 for an exact match, 0.0 for an empty
+            answer).
         """
         check_is_fitted(self, "representation_")
         check_columns(X, [self.answer_col, self.reference_col])
@@ -424,7 +469,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         )
         return self._similarity(answers, references)
 
-    def predict(self, X):
+    def predict(self, X: pd.DataFrame) -> NDArray[np.float64]:
         """Predict grades in [0, 1].
 
         Parameters
@@ -436,19 +481,27 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         Returns
         -------
         grades : ndarray of shape (n_answers,)
+            The predicted grade of each answer, in [0, 1].
         """
         check_is_fitted(self, "representation_")
         answers, references, questions = self._read(X)
         return self._predict(answers, references, questions)
 
     # -- work ---------------------------------------------------------------
-    def _similarity(self, answers, references):
+    def _similarity(
+        self, answers: Sequence[str], references: Sequence[tuple[str, ...]]
+    ) -> NDArray[np.float64]:
         texts = [a for a in answers if a.strip()]
         texts += [r for refs in references for r in refs]
         Z, index = unit_vectors(self.representation_, texts)
         return max_reference_similarity(Z, index, answers, references)
 
-    def _fit_calibrator(self, sims, grades, sample_weight=None):
+    def _fit_calibrator(
+        self,
+        sims: NDArray[np.float64],
+        grades: NDArray[np.float64],
+        sample_weight: NDArray[np.float64] | None = None,
+    ) -> Any:
         if self.calibration == "isotonic":
             from sklearn.isotonic import IsotonicRegression
 
@@ -462,12 +515,17 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         return model.fit(sims[:, None], grades, sample_weight=sample_weight)
 
     @staticmethod
-    def _apply(calibrator, sims):
+    def _apply(calibrator: Any, sims: NDArray[np.float64]) -> NDArray[np.float64]:
         if hasattr(calibrator, "coef_"):
             return calibrator.predict(sims[:, None])
         return calibrator.predict(sims)
 
-    def _predict(self, answers, references, questions):
+    def _predict(
+        self,
+        answers: Sequence[str],
+        references: Sequence[tuple[str, ...]],
+        questions: Sequence[Hashable] | None,
+    ) -> NDArray[np.float64]:
         sims = self._similarity(answers, references)
         if self.calibrator_ is None:
             out = sims
@@ -475,7 +533,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
             out = self._apply(self.calibrator_, sims)
         else:
             out = np.empty_like(sims)
-            rows = {}
+            rows: dict[Hashable, list[int]] = {}
             for i, q in enumerate(questions):
                 rows.setdefault(q, []).append(i)
             for q, idx in rows.items():
@@ -483,7 +541,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
                 out[idx] = self._apply(model, sims[idx])
         return np.clip(np.asarray(out, dtype=np.float64), 0.0, 1.0)
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True

@@ -7,16 +7,26 @@ A subclass implements ``_load()`` (set fitted attributes, including
 
 from __future__ import annotations
 
+import os
+from typing import Any, TypeVar
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_essays
-from ._cache import get_cache
+from ._cache import EmbeddingCache, get_cache
+
+_Encoder = TypeVar("_Encoder", bound="_BaseEssayEncoder")
 
 
 class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    def fit(self, X, y=None):
+    # set by each subclass's __init__ (a parameter) and by _load (fitted)
+    cache: bool | str | os.PathLike[str] | EmbeddingCache | None
+    embedding_dim_: int
+
+    def fit(self: _Encoder, X: ArrayLike, y: object = None) -> _Encoder:
         """Load the model and record its output size; no learning happens.
 
         Parameters
@@ -29,13 +39,14 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         Returns
         -------
         self : object
+            The fitted encoder.
         """
         check_essays(X)
         self._validate_encoder_params()
         self._load()
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> NDArray[Any]:
         """Embed the essays.
 
         Parameters
@@ -46,12 +57,13 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         Returns
         -------
         embeddings : ndarray of shape (n_essays, embedding_dim_), or DataFrame
+            One row per essay; a DataFrame with ``set_output(transform="pandas")``.
         """
         check_is_fitted(self, "embedding_dim_")
         essays = check_essays(X)
         return self._transform(essays)
 
-    def _transform(self, essays):
+    def _transform(self, essays: list[str]) -> NDArray[Any]:
         if not essays:
             return np.empty((0, self.embedding_dim_), dtype=np.float32)
         cache = get_cache(self.cache)
@@ -61,18 +73,27 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             self._identity(), essays, self._encode, dim=self.embedding_dim_
         )
 
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    def _identity(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _encode(self, texts: list[str]) -> NDArray[Any]:
+        raise NotImplementedError
+
     @property
-    def _n_features_out(self):
+    def _n_features_out(self) -> int:
         return self.embedding_dim_
 
-    def _validate_encoder_params(self):
+    def _validate_encoder_params(self) -> None:
         cache = self.cache
         if not (
             cache is None or isinstance(cache, bool) or hasattr(cache, "get_or_compute")
         ):
             get_cache(cache)  # raises a TypeError for anything but a path
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False

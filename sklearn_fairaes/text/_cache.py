@@ -24,21 +24,24 @@ import threading
 import uuid
 import warnings
 import zlib
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..exceptions import CacheCorruptionWarning
 
 __all__ = ["EmbeddingCache", "get_cache"]
 
 
-def text_key(text):
+def text_key(text: str) -> str:
     """SHA-256 hex digest of an essay's UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def encoder_key(identity):
+def encoder_key(identity: Mapping[str, Any]) -> str:
     """Short, stable folder name for an encoder identity (a JSON-able dict)."""
     blob = json.dumps(identity, sort_keys=True, default=str).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:24]
@@ -79,51 +82,60 @@ class EmbeddingCache:
     {'hits': 2, 'misses': 2, 'entries': 2}
     """
 
-    def __init__(self, path=None):
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = None if path is None else Path(path)
-        self._memory = {}
+        self._memory: dict[tuple[str, str], NDArray[Any]] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         where = "memory" if self.path is None else str(self.path)
         return f"EmbeddingCache({where}, entries={len(self._memory)})"
 
     # sklearn's clone deep-copies parameters; a cache is a shared handle (like
     # a path), so every clone of an estimator must keep using the same one.
-    def __copy__(self):
+    def __copy__(self) -> EmbeddingCache:
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddingCache:
         return self
 
     # pickling (joblib workers): ship the location, not the in-memory entries
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path}
 
-    def __setstate__(self, state):
-        self.__init__(state["path"])
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        type(self).__init__(self, state["path"])
 
-    def stats(self):
-        """Hit and miss counts and the number of in-memory entries."""
+    def stats(self) -> dict[str, int]:
+        """Return the hit and miss counts and the number of in-memory entries.
+
+        Returns
+        -------
+        stats : dict
+            ``{"hits": int, "misses": int, "entries": int}``; the counts cover
+            every call since the cache was made or :meth:`reset_stats` was
+            last called.
+        """
         return {"hits": self.hits, "misses": self.misses, "entries": len(self._memory)}
 
-    def reset_stats(self):
+    def reset_stats(self) -> None:
         """Set the hit and miss counts back to zero."""
         self.hits = 0
         self.misses = 0
 
-    def clear(self):
+    def clear(self) -> None:
         """Forget the in-memory entries (the disk store is left alone)."""
         with self._lock:
             self._memory.clear()
 
     # -- disk -------------------------------------------------------------
-    def _folder(self, ekey):
-        return self.path / ekey
+    def _folder(self, ekey: str) -> Path:
+        # only called when the cache has a disk store (self.path is set)
+        return cast(Path, self.path) / ekey
 
-    def _read_disk(self, ekey, tkey, dim):
+    def _read_disk(self, ekey: str, tkey: str, dim: int | None) -> NDArray[Any] | None:
         folder = self._folder(ekey) / tkey[:2]
         try:
             names = [n for n in os.listdir(folder) if n.startswith(tkey + ".")]
@@ -158,7 +170,9 @@ class EmbeddingCache:
                 pass
         return None
 
-    def _write_disk(self, ekey, tkey, vec, identity):
+    def _write_disk(
+        self, ekey: str, tkey: str, vec: NDArray[Any], identity: Mapping[str, Any]
+    ) -> None:
         folder = self._folder(ekey)
         meta = folder / "encoder.json"
         shard = folder / tkey[:2]
@@ -179,7 +193,14 @@ class EmbeddingCache:
         os.replace(tmp, final)
 
     # -- main entry point -------------------------------------------------
-    def get_or_compute(self, identity, texts, compute, *, dim=None):
+    def get_or_compute(
+        self,
+        identity: Mapping[str, Any],
+        texts: Sequence[str],
+        compute: Callable[[list[str]], ArrayLike],
+        *,
+        dim: int | None = None,
+    ) -> NDArray[Any]:
         """Return the embeddings of ``texts``, computing only those not cached.
 
         Parameters
@@ -187,6 +208,7 @@ class EmbeddingCache:
         identity : dict
             Everything that changes the encoder's output (model, options).
         texts : list of str
+            The texts to embed, in order; repeats are allowed.
         compute : callable
             ``compute(list_of_distinct_texts) -> ndarray (n, dim)``; called at
             most once, with each missing text once.
@@ -196,11 +218,12 @@ class EmbeddingCache:
         Returns
         -------
         embeddings : ndarray of shape (len(texts), dim)
+            One row per text, in the order of ``texts``.
         """
         ekey = encoder_key(identity)
         keys = [text_key(t) for t in texts]
-        found = {}
-        missing = {}
+        found: dict[str, NDArray[Any]] = {}
+        missing: dict[str, str] = {}
         for text, tkey in zip(texts, keys):
             if tkey in found or tkey in missing:
                 continue
@@ -234,17 +257,34 @@ class EmbeddingCache:
         return np.stack([found[k] for k in keys])
 
 
-_REGISTRY = {}
+_REGISTRY: dict[str | None, EmbeddingCache] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def get_cache(cache):
+def get_cache(
+    cache: bool | str | os.PathLike[str] | EmbeddingCache | None,
+) -> EmbeddingCache | None:
     """Map an estimator's ``cache`` parameter to a shared :class:`EmbeddingCache`.
 
-    ``None`` or ``False`` -> no cache; ``True`` -> the process-wide in-memory
-    cache; a path -> the (process-wide) cache stored in that folder; an
-    :class:`EmbeddingCache` -> itself. Clones of an estimator therefore share
-    one cache, which is what makes a grid search encode each essay once.
+    Clones of an estimator therefore share one cache, which is what makes a
+    grid search encode each essay once.
+
+    Parameters
+    ----------
+    cache : bool, str, path-like, EmbeddingCache or None
+        ``None`` or ``False``: no cache; ``True``: the process-wide in-memory
+        cache; a path: the (process-wide) cache stored in that folder; an
+        :class:`EmbeddingCache`: itself.
+
+    Returns
+    -------
+    cache : EmbeddingCache or None
+        The shared cache, or None when ``cache`` asks for none.
+
+    Raises
+    ------
+    TypeError
+        If ``cache`` is of any other type.
 
     Examples
     --------
@@ -258,6 +298,7 @@ def get_cache(cache):
         return None
     if isinstance(cache, EmbeddingCache):
         return cache
+    key: str | None
     if cache is True:
         key = None
     elif isinstance(cache, (str, os.PathLike)):

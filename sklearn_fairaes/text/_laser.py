@@ -13,18 +13,27 @@ import hashlib
 import os
 import re
 import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..resources import ResourceNotFoundError, require, resolve_laser_files
 from ._base import _BaseEssayEncoder
+from ._cache import EmbeddingCache
 
 __all__ = ["LaserEncoder", "load_laser", "split_sentences"]
 
 _POOLINGS = ("essay", "sentence_mean")
 
-_LASERS = {}
-_DIGESTS = {}
+# (path, size, mtime) of a model file
+_Signature = tuple[str, int, int]
+
+# (signatures of the files, max_tokens) -> laserembeddings.Laser
+_LASERS: dict[tuple[tuple[_Signature, ...], int], Any] = {}
+# signature -> SHA-256 hex digest
+_DIGESTS: dict[_Signature, str] = {}
 _LOCK = threading.Lock()
 
 # A period after one of these does not end a sentence ("Dr. Smith", "e.g. this").
@@ -36,7 +45,7 @@ _BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s)")
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
 
-def split_sentences(text):
+def split_sentences(text: str) -> list[str]:
     """Split an essay into sentences with a small rule set that needs no data.
 
     Rules, in order: a blank line ends a paragraph (and so a sentence); within
@@ -54,6 +63,7 @@ def split_sentences(text):
     Parameters
     ----------
     text : str
+        The essay.
 
     Returns
     -------
@@ -76,8 +86,8 @@ def split_sentences(text):
         start = 0
         for match in _BOUNDARY.finditer(paragraph):
             if match.group() == ".":
-                word = paragraph[start : match.start()].rsplit(None, 1)
-                word = word[-1].lstrip("\"'(\u201c\u2018[") if word else ""
+                parts = paragraph[start : match.start()].rsplit(None, 1)
+                word = parts[-1].lstrip("\"'(\u201c\u2018[") if parts else ""
                 # "I." ends many student sentences ("my friend and I.")
                 initial = len(word) == 1 and word.isupper() and word != "I"
                 if initial or word.lower() in _ABBREVIATIONS:
@@ -89,7 +99,7 @@ def split_sentences(text):
     return sentences or [""]
 
 
-def _signature(path):
+def _signature(path: str | os.PathLike[str]) -> _Signature:
     """(path, size, mtime) of a model file: changes whenever the file is rewritten."""
     try:
         st = os.stat(path)
@@ -102,20 +112,26 @@ def _signature(path):
     return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
 
 
-def _fingerprint(path):
+def _fingerprint(path: str | os.PathLike[str]) -> dict[str, str | int]:
     """Name, size and SHA-256 of a model file, hashed once per process and version."""
     sig = _signature(path)
     with _LOCK:
         digest = _DIGESTS.get(sig)
     if digest is None:
+        # hashlib.file_digest is Python >= 3.11; this reads the same bytes
+        sha = hashlib.sha256()
         with open(path, "rb") as fh:
-            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                sha.update(block)
+        digest = sha.hexdigest()
         with _LOCK:
             _DIGESTS[sig] = digest
     return {"name": os.path.basename(path), "size": sig[1], "sha256": digest}
 
 
-def load_laser(model_dir=None, *, max_tokens=12000):
+def load_laser(
+    model_dir: str | os.PathLike[str] | None = None, *, max_tokens: int = 12000
+) -> Any:
     """Load ``laserembeddings.Laser`` once per process, on the CPU.
 
     Parameters
@@ -152,7 +168,7 @@ def load_laser(model_dir=None, *, max_tokens=12000):
     return _load_files(module, resolve_laser_files(model_dir), max_tokens)
 
 
-def _load_files(module, files, max_tokens):
+def _load_files(module: Any, files: Mapping[str, str], max_tokens: int) -> Any:
     key = (tuple(_signature(files[k]) for k in sorted(files)), max_tokens)
     with _LOCK:
         if key not in _LASERS:
@@ -242,15 +258,21 @@ class LaserEncoder(_BaseEssayEncoder):
     """
 
     def __init__(
-        self, lang="en", model_dir=None, *, pooling="essay", max_tokens=12000, cache=True
-    ):
+        self,
+        lang: str = "en",
+        model_dir: str | os.PathLike[str] | None = None,
+        *,
+        pooling: str = "essay",
+        max_tokens: int = 12000,
+        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
+    ) -> None:
         self.lang = lang
         self.model_dir = model_dir
         self.pooling = pooling
         self.max_tokens = max_tokens
         self.cache = cache
 
-    def _validate_encoder_params(self):
+    def _validate_encoder_params(self) -> None:
         super()._validate_encoder_params()
         if not isinstance(self.lang, str) or not self.lang:
             raise ValueError(
@@ -275,17 +297,17 @@ class LaserEncoder(_BaseEssayEncoder):
                 f"{type(self.model_dir).__name__}"
             )
 
-    def _laser(self):
+    def _laser(self) -> Any:
         module = require("laserembeddings", purpose="LASER embeddings")
         return _load_files(module, self.model_files_, int(self.max_tokens))
 
-    def _load(self):
+    def _load(self) -> None:
         require("laserembeddings", purpose="LASER embeddings")
         self.model_files_ = resolve_laser_files(self.model_dir)
         # embedding "" checks that the tokeniser for lang loads, and reads the size
         self.embedding_dim_ = int(self._embed([""]).shape[1])
 
-    def _identity(self):
+    def _identity(self) -> dict[str, Any]:
         return {
             "encoder": "laserembeddings",
             "files": {
@@ -295,14 +317,14 @@ class LaserEncoder(_BaseEssayEncoder):
             "pooling": self.pooling,
         }
 
-    def _embed(self, texts):
+    def _embed(self, texts: Iterable[str]) -> NDArray[Any]:
         torch = require("torch", extra="laser", purpose="LASER embeddings")
         laser = self._laser()
         # laserembeddings keeps the autograd graph of each batch; inference needs none
         with torch.no_grad():
             return laser.embed_sentences(list(texts), lang=self.lang)
 
-    def _encode(self, texts):
+    def _encode(self, texts: list[str]) -> NDArray[Any]:
         if self.pooling == "essay":
             return self._embed(texts)
         per_essay = [split_sentences(text) for text in texts]

@@ -2,34 +2,55 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..exceptions import LongTextWarning
 from ..resources import require, resolve_sbert_model
 from ._base import _BaseEssayEncoder
+from ._cache import EmbeddingCache
 
 __all__ = ["SentenceBertEncoder"]
 
-_MODELS = {}
+# (resolved model, device) -> sentence_transformers.SentenceTransformer; typed
+# Any so that type checking does not pull in torch and transformers
+_MODELS: dict[tuple[str, str | None], Any] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def load_sentence_transformer(model="all-MiniLM-L6-v2", device=None):
+def load_sentence_transformer(
+    model: str | os.PathLike[str] = "all-MiniLM-L6-v2", device: str | None = None
+) -> Any:
     """Load a SentenceTransformer once per process (clones share it).
 
     Parameters
     ----------
-    model : str or path-like
+    model : str or path-like, default="all-MiniLM-L6-v2"
         A name or a folder, resolved by
         :func:`sklearn_fairaes.resources.resolve_sbert_model`.
     device : str, default=None
+        Torch device (``"cpu"``, ``"cuda"``); None lets sentence-transformers
+        choose.
 
     Returns
     -------
     model : sentence_transformers.SentenceTransformer
+        The loaded model, shared by every caller asking for the same model and
+        device.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.text import load_sentence_transformer
+    >>> st = load_sentence_transformer("all-MiniLM-L6-v2")
+    >>> st.encode(["I waited patiently."]).shape
+    (1, 384)
+    >>> load_sentence_transformer("all-MiniLM-L6-v2") is st
+    True
     """
     spec = resolve_sbert_model(model)
     key = (spec, device)
@@ -40,7 +61,7 @@ def load_sentence_transformer(model="all-MiniLM-L6-v2", device=None):
         return _MODELS[key]
 
 
-def _embedding_dim(st_model):
+def _embedding_dim(st_model: Any) -> int:
     # sentence-transformers 6 renamed get_sentence_embedding_dimension
     for name in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
         if hasattr(st_model, name):
@@ -65,6 +86,8 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         from its PyPI parts when installed; see
         :func:`sklearn_fairaes.resources.resolve_sbert_model`.
     batch_size : int, default=32
+        Number of essays (or, with ``long_text="chunk_mean"``, windows)
+        encoded at once by ``SentenceTransformer.encode``.
     device : str, default=None
         Torch device (``"cpu"``, ``"cuda"``); None lets sentence-transformers choose.
     normalize_embeddings : bool, default=False
@@ -85,7 +108,10 @@ class SentenceBertEncoder(_BaseEssayEncoder):
     model_path_ : str
         What was loaded (a folder or a hub name).
     embedding_dim_ : int
+        Size of the vectors (384 for MiniLM, 768 for mpnet).
     max_seq_length_ : int
+        The model's window, in tokens; longer essays are handled as
+        ``long_text`` says.
 
     Examples
     --------
@@ -100,14 +126,14 @@ class SentenceBertEncoder(_BaseEssayEncoder):
 
     def __init__(
         self,
-        model="all-MiniLM-L6-v2",
+        model: str | os.PathLike[str] = "all-MiniLM-L6-v2",
         *,
-        batch_size=32,
-        device=None,
-        normalize_embeddings=False,
-        long_text="truncate",
-        cache=True,
-    ):
+        batch_size: int = 32,
+        device: str | None = None,
+        normalize_embeddings: bool = False,
+        long_text: str = "truncate",
+        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
+    ) -> None:
         self.model = model
         self.batch_size = batch_size
         self.device = device
@@ -115,7 +141,7 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         self.long_text = long_text
         self.cache = cache
 
-    def _validate_encoder_params(self):
+    def _validate_encoder_params(self) -> None:
         super()._validate_encoder_params()
         if self.long_text not in ("truncate", "chunk_mean"):
             raise ValueError(
@@ -124,13 +150,13 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
 
-    def _load(self):
+    def _load(self) -> None:
         st_model = load_sentence_transformer(self.model, self.device)
         self.model_path_ = resolve_sbert_model(self.model)
         self.embedding_dim_ = _embedding_dim(st_model)
         self.max_seq_length_ = int(st_model.max_seq_length)
 
-    def _identity(self):
+    def _identity(self) -> dict[str, Any]:
         return {
             "encoder": "sentence-transformers",
             "model": self.model_path_,
@@ -139,7 +165,9 @@ class SentenceBertEncoder(_BaseEssayEncoder):
             "max_seq_length": self.max_seq_length_,
         }
 
-    def _token_offsets(self, st_model, texts):
+    def _token_offsets(
+        self, st_model: Any, texts: list[str]
+    ) -> list[list[tuple[int, int]]]:
         enc = st_model.tokenizer(
             texts,
             add_special_tokens=False,
@@ -149,7 +177,7 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         )
         return enc["offset_mapping"]
 
-    def _encode(self, texts):
+    def _encode(self, texts: list[str]) -> NDArray[Any]:
         st_model = load_sentence_transformer(self.model, self.device)
         # two places are taken by the [CLS]/[SEP] tokens
         window = max(1, self.max_seq_length_ - 2)
@@ -171,7 +199,8 @@ class SentenceBertEncoder(_BaseEssayEncoder):
                 normalize_embeddings=bool(self.normalize_embeddings),
                 show_progress_bar=False,
             )
-        chunks, owner = [], []
+        chunks: list[str] = []
+        owner: list[int] = []
         for i, (text, off) in enumerate(zip(texts, offsets)):
             if len(off) <= window:
                 chunks.append(text)
@@ -188,10 +217,10 @@ class SentenceBertEncoder(_BaseEssayEncoder):
             normalize_embeddings=False,
             show_progress_bar=False,
         )
-        owner = np.asarray(owner)
+        owner_idx = np.asarray(owner)
         out = np.zeros((len(texts), emb.shape[1]), dtype=np.float64)
-        np.add.at(out, owner, emb)
-        out /= np.bincount(owner, minlength=len(texts))[:, None]
+        np.add.at(out, owner_idx, emb)
+        out /= np.bincount(owner_idx, minlength=len(texts))[:, None]
         out = out.astype(emb.dtype)
         if self.normalize_embeddings:
             norms = np.linalg.norm(out, axis=1, keepdims=True)

@@ -11,12 +11,25 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_essays
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from scipy.sparse import csr_matrix
+
+    # sklearn has no type information, so CountVectorizer is Any to mypy: as a
+    # base it lets the mixin call the vectorizer methods it extends via super().
+    from sklearn.feature_extraction.text import CountVectorizer as _VectorizerBase
+else:
+    _VectorizerBase = object
 
 __all__ = ["BowVectorizer", "TfidfEssayVectorizer"]
 
@@ -24,7 +37,7 @@ _NON_LETTERS = re.compile(r"[^A-Za-z]+")
 
 
 @functools.lru_cache(maxsize=1)
-def _lemmatizer():
+def _lemmatizer() -> Callable[[str], str]:
     from nltk.stem import WordNetLemmatizer
 
     from ..resources import ensure_wordnet
@@ -36,40 +49,47 @@ def _lemmatizer():
     return functools.lru_cache(maxsize=500_000)(wnl.lemmatize)
 
 
-def _letters_only(doc):
+def _letters_only(doc: str) -> str:
     return _NON_LETTERS.sub(" ", doc)
 
 
 class _LemmatizingTokenizer:
     """Picklable tokenizer: the base token pattern, then WordNet lemmas."""
 
-    def __init__(self, base):
+    def __init__(self, base: Callable[[str], list[str]]) -> None:
         self.base = base
 
-    def __call__(self, doc):
+    def __call__(self, doc: str) -> list[str]:
         lemma = _lemmatizer()
         return [lemma(tok) for tok in self.base(doc)]
 
 
 class _Compose:
-    def __init__(self, first, second):
+    def __init__(self, first: Callable[[str], str], second: Callable[[str], str]) -> None:
         self.first, self.second = first, second
 
-    def __call__(self, doc):
+    def __call__(self, doc: str) -> str:
         return self.second(self.first(doc))
 
 
-class _EssayTextMixin:
+_Vectorizer = TypeVar("_Vectorizer", bound="_EssayTextMixin")
+
+
+class _EssayTextMixin(_VectorizerBase):
     """Text preparation, validation and pandas output shared by both vectorizers."""
 
-    def build_preprocessor(self):
+    # parameters, set by each vectorizer's __init__
+    letters_only: bool
+    lemmatize: bool
+
+    def build_preprocessor(self) -> Callable[[str], str]:
         """Lower-case/strip accents as sklearn does, then keep letters only."""
         base = super().build_preprocessor()
         if not self.letters_only:
             return base
         return _Compose(base, _letters_only)
 
-    def build_tokenizer(self):
+    def build_tokenizer(self) -> Callable[[str], list[str]]:
         """sklearn's token pattern, then WordNet lemmatization when asked."""
         base = super().build_tokenizer()
         if not self.lemmatize:
@@ -78,7 +98,7 @@ class _EssayTextMixin:
 
     # sklearn's parameter name ``raw_documents`` is kept: its metadata-routing
     # declarations refer to it.
-    def fit(self, raw_documents, y=None):
+    def fit(self: _Vectorizer, raw_documents: ArrayLike, y: object = None) -> _Vectorizer:
         """Learn the vocabulary (and IDF weights) from the essays.
 
         Parameters
@@ -91,33 +111,40 @@ class _EssayTextMixin:
         Returns
         -------
         self : object
+            The fitted vectorizer.
         """
         self.fit_transform(raw_documents, y)
         return self
 
-    def fit_transform(self, raw_documents, y=None):
+    def fit_transform(
+        self, raw_documents: ArrayLike, y: object = None
+    ) -> csr_matrix | pd.DataFrame:
         """Learn the vocabulary and return the essay-term matrix.
 
         Parameters
         ----------
         raw_documents : list, array or pandas Series of str
+            The essays. Empty strings are allowed.
         y : None
             Ignored.
 
         Returns
         -------
         X_new : sparse matrix of shape (n_essays, n_terms), or DataFrame
+            One row per essay, one column per term; a DataFrame with sparse
+            columns when pandas output is set (see :meth:`set_output`).
         """
         essays = check_essays(raw_documents)
         out = super().fit_transform(essays)
         return self._wrap(out, raw_documents)
 
-    def transform(self, raw_documents):
+    def transform(self, raw_documents: ArrayLike) -> csr_matrix | pd.DataFrame:
         """Represent essays with the learned vocabulary.
 
         Parameters
         ----------
         raw_documents : list, array or pandas Series of str
+            The essays. Empty strings are allowed.
 
         Returns
         -------
@@ -128,7 +155,7 @@ class _EssayTextMixin:
         essays = check_essays(raw_documents)
         return self._wrap(super().transform(essays), raw_documents)
 
-    def set_output(self, *, transform=None):
+    def set_output(self: _Vectorizer, *, transform: str | None = None) -> _Vectorizer:
         """Choose the output container of ``transform`` and ``fit_transform``.
 
         Parameters
@@ -141,6 +168,7 @@ class _EssayTextMixin:
         Returns
         -------
         self : object
+            The vectorizer, with its output container set.
         """
         if transform is None:
             return self
@@ -152,7 +180,7 @@ class _EssayTextMixin:
         self._sklearn_output_config = {"transform": transform}
         return self
 
-    def _wrap(self, out, original):
+    def _wrap(self, out: csr_matrix, original: object) -> csr_matrix | pd.DataFrame:
         config = getattr(self, "_sklearn_output_config", {}).get("transform")
         if config is None:
             import sklearn
@@ -181,19 +209,46 @@ _COMMON_DOC = """
         Replace each token by its WordNet lemma (NLTK's ``WordNetLemmatizer``,
         noun reading). WordNet is found through :mod:`sklearn_fairaes.resources`.
     lowercase : bool, default=True
-    strip_accents : {"ascii", "unicode"} or None, default=None
+        Convert all characters to lowercase before tokenizing.
+    strip_accents : {"ascii", "unicode"}, callable or None, default=None
+        Remove accents and perform other character normalization during the
+        preprocessing step. "ascii" is a fast method that only works on
+        characters that have a direct ASCII mapping; "unicode" is slower and
+        works on any character. None means no character normalization.
     stop_words : {"english"}, list or None, default=None
-        None keeps stop words, as the paper did.
+        Stop words to remove from the tokens: "english" for scikit-learn's
+        built-in list, or a list of words. None keeps stop words, as the paper
+        did.
     token_pattern : str, default=r"(?u)\\b\\w\\w+\\b"
-        sklearn's default; tokens of one letter are dropped.
+        Regular expression denoting what constitutes a "token" (scikit-learn's
+        default): tokens of one character are dropped.
     ngram_range : tuple (min_n, max_n), default=(1, 2)
+        The lower and upper boundary of the range of n-values for the word
+        n-grams to be extracted; the default, unigrams and bigrams, is the
+        paper's.
     max_df : float or int, default=1.0
+        When building the vocabulary ignore terms that have a document
+        frequency strictly higher than the given threshold. A float in
+        [0.0, 1.0] is a proportion of essays, an integer an absolute count.
+        Ignored if ``vocabulary`` is not None.
     min_df : float or int, default=3
-        Ignore terms found in fewer than this many essays.
+        When building the vocabulary ignore terms that have a document
+        frequency strictly lower than the given threshold; the default drops
+        terms found in fewer than three essays, as the paper did. A float in
+        [0.0, 1.0] is a proportion of essays, an integer an absolute count.
+        Ignored if ``vocabulary`` is not None.
     max_features : int, default=None
+        If not None, build a vocabulary that only considers the top
+        ``max_features`` terms ordered by term frequency across the essays.
+        Ignored if ``vocabulary`` is not None.
     vocabulary : mapping or iterable, default=None
+        Either a mapping (e.g., a dict) where keys are terms and values are
+        column indices, or an iterable over terms. If not given, the
+        vocabulary is learned from the essays.
     binary : bool, default=False
+        If True, all non-zero term counts are set to 1.
     dtype : dtype, default={dtype}
+        Type of the matrix returned by ``fit_transform`` or ``transform``.
 """
 
 
@@ -231,20 +286,20 @@ class BowVectorizer(_EssayTextMixin, CountVectorizer):
     def __init__(
         self,
         *,
-        letters_only=True,
-        lemmatize=True,
-        lowercase=True,
-        strip_accents=None,
-        stop_words=None,
-        token_pattern=r"(?u)\b\w\w+\b",
-        ngram_range=(1, 2),
-        max_df=1.0,
-        min_df=3,
-        max_features=None,
-        vocabulary=None,
-        binary=False,
-        dtype=np.int64,
-    ):
+        letters_only: bool = True,
+        lemmatize: bool = True,
+        lowercase: bool = True,
+        strip_accents: str | Callable[[str], str] | None = None,
+        stop_words: str | list[str] | None = None,
+        token_pattern: str = r"(?u)\b\w\w+\b",
+        ngram_range: tuple[int, int] = (1, 2),
+        max_df: float = 1.0,
+        min_df: float = 3,
+        max_features: int | None = None,
+        vocabulary: Mapping[str, int] | Iterable[str] | None = None,
+        binary: bool = False,
+        dtype: DTypeLike = np.int64,
+    ) -> None:
         super().__init__(
             lowercase=lowercase,
             strip_accents=strip_accents,
@@ -271,14 +326,25 @@ class TfidfEssayVectorizer(_EssayTextMixin, TfidfVectorizer):
 """
         + _COMMON_DOC.replace("{dtype}", "numpy.float64")
         + """    norm : {"l1", "l2"} or None, default="l2"
+        Each output row will have unit norm: "l2" (sum of squares of the
+        elements is 1, so the cosine similarity of two rows is their dot
+        product), "l1" (sum of absolute values is 1), or None (no
+        normalization).
     use_idf : bool, default=True
+        Enable inverse-document-frequency reweighting. If False, idf(t) = 1.
     smooth_idf : bool, default=True
+        Smooth idf weights by adding one to document frequencies, as if an
+        extra essay was seen containing every term exactly once. Prevents
+        zero divisions.
     sublinear_tf : bool, default=False
+        Apply sublinear tf scaling, i.e. replace tf with 1 + log(tf).
 
     Attributes
     ----------
     vocabulary_ : dict
+        Term -> column index.
     idf_ : ndarray of shape (n_terms,)
+        Inverse document frequency of each term.
 
     Examples
     --------
@@ -301,24 +367,24 @@ class TfidfEssayVectorizer(_EssayTextMixin, TfidfVectorizer):
     def __init__(
         self,
         *,
-        letters_only=True,
-        lemmatize=True,
-        lowercase=True,
-        strip_accents=None,
-        stop_words=None,
-        token_pattern=r"(?u)\b\w\w+\b",
-        ngram_range=(1, 2),
-        max_df=1.0,
-        min_df=3,
-        max_features=None,
-        vocabulary=None,
-        binary=False,
-        dtype=np.float64,
-        norm="l2",
-        use_idf=True,
-        smooth_idf=True,
-        sublinear_tf=False,
-    ):
+        letters_only: bool = True,
+        lemmatize: bool = True,
+        lowercase: bool = True,
+        strip_accents: str | Callable[[str], str] | None = None,
+        stop_words: str | list[str] | None = None,
+        token_pattern: str = r"(?u)\b\w\w+\b",
+        ngram_range: tuple[int, int] = (1, 2),
+        max_df: float = 1.0,
+        min_df: float = 3,
+        max_features: int | None = None,
+        vocabulary: Mapping[str, int] | Iterable[str] | None = None,
+        binary: bool = False,
+        dtype: DTypeLike = np.float64,
+        norm: str | None = "l2",
+        use_idf: bool = True,
+        smooth_idf: bool = True,
+        sublinear_tf: bool = False,
+    ) -> None:
         super().__init__(
             lowercase=lowercase,
             strip_accents=strip_accents,
