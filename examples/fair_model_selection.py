@@ -1,4 +1,6 @@
-"""Fairness-aware model selection, start to finish.
+"""
+Fairness-aware model selection, start to finish
+===============================================
 
 Choose a representation and a model that balance agreement with human raters
 (QWK) against individual fairness (the Lipschitz fraction under a fixed task
@@ -16,6 +18,7 @@ import argparse
 import warnings
 from pathlib import Path
 
+import pandas as pd
 from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import Pipeline
@@ -35,7 +38,7 @@ def load(path, n):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data", default=str(ASAP7) if ASAP7.exists() else None)
     parser.add_argument("--n-essays", type=int, default=400)
     parser.add_argument("--n-jobs", type=int, default=1)
@@ -82,9 +85,7 @@ def main(argv=None):
         "pareto_optimal",
         "selected",
     ]
-    with __import__("pandas").option_context(
-        "display.width", 160, "display.max_colwidth", 70
-    ):
+    with pd.option_context("display.width", 160, "display.max_colwidth", 70):
         print(frame[cols].to_string(index=False))
     print(f"\nchosen: {search.best_params_['model']!r} {search.best_params_}")
     print(

@@ -1,4 +1,6 @@
-"""Group fairness and individual fairness by group on the ELLIPSE test split.
+"""
+Group fairness and individual fairness by group on the ELLIPSE test split
+=========================================================================
 
 ELLIPSE (Crossley et al. 2023) holds essays of English language learners in
 grades 8-12 with their writers' gender, race/ethnicity and economic status. For
@@ -124,7 +126,7 @@ def show(title, frame, digits=3):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data", default=str(ELLIPSE))
     parser.add_argument("--n-essays", type=int, default=None, help="a seeded sample")
     parser.add_argument("--representations", default=",".join(REPRESENTATIONS))

@@ -1,4 +1,6 @@
-"""Counterfactual audit of two scoring models on ASAP prompt 7.
+"""
+Counterfactual audit of two scoring models on ASAP prompt 7
+===========================================================
 
 Fits TF-IDF + Ridge and Sentence-BERT (all-MiniLM-L6-v2) + Ridge on one half of
 prompt 7, edits the essays of the other half with every perturbation of
@@ -65,7 +67,7 @@ def build(name):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data", default=str(ASAP7))
     parser.add_argument("--n-essays", type=int, default=None)
     parser.add_argument("--models", nargs="+", default=["tfidf", "sbert"])

@@ -1,4 +1,6 @@
-"""Replicate Doewes et al. (EDM 2022) on ASAP prompt 7, side by side with the recorded numbers.
+"""
+Replicate Doewes et al. (EDM 2022) on ASAP prompt 7, side by side with the recorded numbers
+===========================================================================================
 
 The paper's experiment with this library only: BOW, TF-IDF, Sentence-BERT and
 LASER representations (LASER when its weights are present), XGBoost / random
@@ -482,7 +484,7 @@ def write(out, result, cmp, notes, *, force):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
+        description=__doc__.strip().splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data", default=str(ASAP7), help="ASAP prompt-7 TSV")
