@@ -114,6 +114,18 @@ def test_get_cache_registry(tmp_path):
         get_cache(3)
 
 
+def test_encoder_refuses_a_cache_lookalike_in_fit():
+    # transform's get_cache accepts only the documented types, so fit must too
+    from sklearn_fairaes import SentenceBertEncoder
+
+    class LooksLikeACache:
+        def get_or_compute(self, identity, texts, encode, dim=None):
+            return encode(texts)
+
+    with pytest.raises(TypeError, match="cache must be None, True, a folder path"):
+        SentenceBertEncoder(cache=LooksLikeACache()).fit(["an essay"])
+
+
 def test_pickle_ships_location_not_entries(tmp_path):
     import pickle
 

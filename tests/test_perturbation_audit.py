@@ -5,6 +5,8 @@ figure, and bad input."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -347,6 +349,9 @@ def test_tolerance_rules(model, rep):
     assert tol(score_scale=np.arange(0, 101) * 2.0)["tolerance"] == 1.0
     assert tol(tolerance=0.2, score_scale=[0, 1])["tolerance"] == 0.2
     assert tol(tolerance=0)["tolerance"] == 0.0
+    # any real number, as the check promises (a Fraction once crashed in np.isfinite)
+    assert tol(tolerance=Fraction(1, 4))["tolerance"] == 0.25
+    assert tol(tolerance=np.float32(0.5))["tolerance"] == 0.5
     with pytest.raises(ValueError, match="looks like a continuous scale"):
         tol(score_scale=np.linspace(0, 1, 200))
     with pytest.raises(ValueError, match="score_scale holds one distinct score"):

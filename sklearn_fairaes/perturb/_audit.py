@@ -148,9 +148,10 @@ def _resolve_tolerance(
             f"tolerance must be 'auto' or a number >= 0 in score units; got "
             f"{tolerance!r} ({type(tolerance).__name__})"
         )
-    if not np.isfinite(tolerance) or tolerance < 0:
+    value = float(tolerance)  # any numbers.Real (Fraction, Decimal, numpy scalar)
+    if not np.isfinite(value) or value < 0:
         raise ValueError(f"tolerance must be a finite number >= 0; got {tolerance!r}")
-    return float(tolerance), "given"
+    return value, "given"
 
 
 def _matrix(Z: Any) -> _Matrix:

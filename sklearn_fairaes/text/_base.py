@@ -88,10 +88,13 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     def _validate_encoder_params(self) -> None:
         cache = self.cache
+        # the types transform's get_cache accepts, checked here so that fit fails
+        # rather than a later transform (an object that merely looks like a cache
+        # is refused by both)
         if not (
-            cache is None or isinstance(cache, bool) or hasattr(cache, "get_or_compute")
+            cache is None or isinstance(cache, (bool, str, os.PathLike, EmbeddingCache))
         ):
-            get_cache(cache)  # raises a TypeError for anything but a path
+            get_cache(cache)  # raises the TypeError naming the accepted types
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
