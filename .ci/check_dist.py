@@ -103,10 +103,18 @@ def check_sdist(path: Path) -> None:
         "pyproject.toml",
         "LICENSE",
         "README.md",
+        "CHANGELOG.md",
         "sklearn_fairaes/__init__.py",
+        "tests/conftest.py",
+        "docs/conf.py",
+        "examples/GALLERY_HEADER.rst",
+        ".ci/run",
     ):
         if f"{root}/{required}" not in names:
             fail(f"{path.name} lacks {required}")
+    built = [n for n in names if "/docs/_build/" in n or "/docs/generated/" in n]
+    if built:
+        fail(f"{path.name} holds built documentation: {built[:3]}")
     print(f"check_dist: {path.name}: {len(names)} entries")
 
 
