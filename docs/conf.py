@@ -46,6 +46,16 @@ exclude_patterns = [
 templates_path = ["_templates"]
 
 # -- API reference --------------------------------------------------------------
+# Every cross-reference to this package must resolve (checked with -W); those
+# to other libraries cannot offline (no intersphinx) and render as plain code.
+nitpicky = True
+nitpick_ignore_regex = [
+    (r"py:.*", r"(sklearn|scipy|numpy|pandas|joblib|matplotlib|dask|torch)(\..*)?"),
+    # scikit-learn's warning, re-exported for one filterwarnings entry
+    (r"py:.*", r"sklearn_fairaes\.exceptions\.UndefinedMetricWarning"),
+    # fitted attributes (idf_, ...) that numpydoc links from "Attributes"
+    (r"py:obj", r"[a-z][a-z0-9_]*_"),
+]
 autosummary_generate = True
 autodoc_typehints = "none"  # numpydoc's "Parameters" sections carry the types
 autodoc_default_options = {"members": True, "inherited-members": False}
@@ -125,3 +135,62 @@ def _write_cli_help() -> None:
 
 os.environ.setdefault("COLUMNS", "88")  # argparse wraps help to the terminal width
 _write_cli_help()
+
+
+# -- one object, several public paths ---------------------------------------------
+# A public object is documented once (sklearn_fairaes.qwk) but reachable under
+# its subpackage too (sklearn_fairaes.metrics.qwk), and docstrings use both, or
+# a bare name resolved in a private module's context. Resolve such references
+# to the documented object when the name denotes the same object.
+_DOCUMENTED: dict[int, str] | None = None
+
+
+def _lookup(path: str) -> object | None:
+    import importlib
+
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _resolve_alias(app, env, node, contnode):  # type: ignore[no-untyped-def]
+    from sphinx.util.nodes import make_refnode
+
+    if node.get("refdomain") != "py":
+        return None
+    domain = env.get_domain("py")
+    global _DOCUMENTED
+    if _DOCUMENTED is None:
+        _DOCUMENTED = {}
+        for name in domain.objects:
+            obj = _lookup(name) if name.startswith("sklearn_fairaes") else None
+            # identity says nothing for None, numbers or strings (shared values)
+            if obj is not None and not isinstance(obj, (str, int, float, bool)):
+                _DOCUMENTED.setdefault(id(obj), name)
+    target = node["reftarget"].lstrip("~.")
+    candidates = [target]
+    if "." not in target:  # a bare name, as written in a private module
+        candidates += [n for n in domain.objects if n.rsplit(".", 1)[-1] == target]
+    for candidate in candidates:
+        obj = _lookup(candidate) if candidate.startswith("sklearn_fairaes") else None
+        name = _DOCUMENTED.get(id(obj)) if obj is not None else None
+        if name is not None:
+            entry = domain.objects[name]
+            return make_refnode(
+                app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, name
+            )
+    return None
+
+
+def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("missing-reference", _resolve_alias)

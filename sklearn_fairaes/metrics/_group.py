@@ -951,7 +951,7 @@ def group_lipschitz_fraction(
     Notes
     -----
     The pairs are walked by the blocked engine of
-    :mod:`sklearn_fairaes.metrics._pairwise` with its group filter, never
+    ``sklearn_fairaes.metrics._pairwise`` with its group filter, never
     as an ``N x N`` matrix: one pass for the distance range over all pairs,
     one over the within-group pairs and one over the cross-group pairs
     (three passes, against two for :func:`lipschitz_fraction`). Large dense

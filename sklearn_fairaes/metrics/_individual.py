@@ -406,7 +406,7 @@ def lipschitz_fraction(
     distance range, then the count) and ``O(N * d + block_size**2)`` memory.
     On large dense inputs both passes screen pairs with a float32 matrix product
     whose error is bounded, and settle the undecided ones exactly in float64
-    (see :mod:`._pairwise`). The count equals the paper's recipe ``d =
+    (see the private module ``sklearn_fairaes.metrics._pairwise``). The count equals the paper's recipe ``d =
     pdist(X, "cosine"); o = pdist(y[:, None]); mean(minmax(o) <= minmax(d))``
     up to pairs whose two sides are equal to the last bit; with the ``pdist``
     array passed as ``X`` and ``metric="precomputed"``, it equals it exactly.

@@ -432,7 +432,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         Keep ASAP placeholders (``@NUM1``, ``@PERSON2``, ``@CAPS``) as they
         are. False replaces each by a fixed stand-in word (a number for
         ``@NUM``/``@PERCENT``/``@MONEY``/``@TIME``, a first name otherwise; see
-        :func:`sklearn_fairaes.features._tokenize.placeholder_stand_in`),
+        ``placeholder_stand_in`` in ``sklearn_fairaes.features._tokenize``),
         recorded as an edit, for models that never saw anonymised text.
     min_word_length : int, default=3
         Shorter words are never replaced, and shorter synonyms (``hr``) never

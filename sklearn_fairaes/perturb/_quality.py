@@ -360,7 +360,7 @@ class PromptStuffing(BasePerturbation):
     Raises
     ------
     ValueError
-        At :meth:`fit` or :meth:`transform` when ``prompt`` is None or has no
+        At ``fit`` or ``transform`` when ``prompt`` is None or has no
         content word.
 
     Examples

@@ -1402,7 +1402,7 @@ class AuditResult:
         -------
         figures : dict of str -> matplotlib.figure.Figure
             One figure per analysis whose table is present (see
-            :func:`~sklearn_fairaes.report._plots.make_figures`).
+            ``make_figures`` of ``sklearn_fairaes.report._plots``).
         """
         if self._figures is None:
             from ._plots import make_figures
@@ -1455,7 +1455,7 @@ class AuditResult:
         data : dict
             ``{"meta": {...}, "tables": {name: [record, ...]}}``, with NaN and
             missing values as None (see
-            :func:`~sklearn_fairaes.report._html.to_json_dict`).
+            ``to_json_dict`` of ``sklearn_fairaes.report._html``).
         """
         from ._html import to_json_dict
 

@@ -1464,7 +1464,7 @@ def render_html(
         The audit's metadata (title, data, what was run and left out, notes,
         versions, run time). Missing keys are shown as not available.
     figures : dict of str to matplotlib.figure.Figure, or None
-        Usually :func:`~sklearn_fairaes.report._plots.make_figures` of the
+        Usually ``make_figures`` (``sklearn_fairaes.report._plots``) of the
         same tables; each is embedded once as a PNG data URI. Figures with
         other names go to the end of the last section.
     dpi : int, default=100
