@@ -26,7 +26,6 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -96,13 +95,15 @@ plot_rcparams = {"figure.figsize": (6.4, 3.6), "figure.dpi": 110}
 plot_pre_code = "import numpy as np\nimport matplotlib.pyplot as plt\n"
 
 # -- Markdown pages (user guide chapters, replication and benchmark records) -----
-myst_enable_extensions = ["dollarmath", "colon_fence"]
+# no math extensions: MathJax would load from a CDN, and the site must read offline
+myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
 
 # -- HTML -------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn-fairaes {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
