@@ -52,6 +52,9 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(sklearn|scipy|numpy|pandas|joblib|matplotlib|dask|torch)(\..*)?"),
     # scikit-learn's warning, re-exported for one filterwarnings entry
     (r"py:.*", r"sklearn_fairaes\.exceptions\.UndefinedMetricWarning"),
+    # private base classes named by :show-inheritance: (documented through
+    # their public subclasses)
+    (r"py:class", r"sklearn_fairaes(\.\w+)*\._\w+(\.\w+)*"),
     # fitted attributes (idf_, ...) that numpydoc links from "Attributes"
     (r"py:obj", r"[a-z][a-z0-9_]*_"),
 ]
