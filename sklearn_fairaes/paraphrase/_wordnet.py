@@ -330,8 +330,9 @@ def _word_slots(text: str) -> tuple[TokenizedEssay, list[tuple[int, int] | None]
         if starts is None:
             spans.append((at, end))
         else:
-            # only letter-only tokens are ever replaced, and letters map one to one
-            spans.append((starts[at], starts[end - 1] + 1))
+            # repaired mojibake is one character standing for three: a span
+            # ends where the next normalised character starts
+            spans.append((starts[at], starts[end] if end < len(starts) else len(text)))
     return tokenized, spans
 
 

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..features._tokenize import TokenizedEssay
 
 __all__ = ["EssayText", "analyse", "stochastic_count"]
 
@@ -64,30 +63,6 @@ class EssayText(NamedTuple):
     words: tuple[str, ...]
 
 
-def _token_spans(text: str) -> tuple[TokenizedEssay, list[tuple[int, int] | None]]:
-    from ..features._tokenize import tokenize_essay
-    from ..paraphrase._wordnet import _normalized_with_offsets
-
-    norm, starts = _normalized_with_offsets(text)
-    tokenized = tokenize_essay(norm)
-    spans: list[tuple[int, int] | None] = []
-    cursor = 0
-    for tok in tokenized.tokens:
-        at = norm.find(tok, cursor) if tok else -1
-        if at < 0:
-            spans.append(None)
-            continue
-        end = at + len(tok)
-        cursor = end
-        if starts is None:
-            spans.append((at, end))
-        else:
-            # repaired mojibake is one character standing for three: a span
-            # ends where the next normalised character starts
-            spans.append((starts[at], starts[end] if end < len(starts) else len(text)))
-    return tokenized, spans
-
-
 @functools.lru_cache(maxsize=2048)
 def analyse(text: str) -> EssayText:
     """Tokens, words and sentences of ``text`` with their offsets (cached).
@@ -114,7 +89,9 @@ def analyse(text: str) -> EssayText:
     >>> essay.words
     ('Mr.', 'Lee', 'waited', 'Then', 'he', 'left')
     """
-    tokenized, spans = _token_spans(text)
+    from ..paraphrase._wordnet import _word_slots  # the paraphraser's token spans
+
+    tokenized, spans = _word_slots(text)
     sentences: list[list[int]] = []
     ranges: list[tuple[int, int]] = []
     for t0, t1 in tokenized.sentences:
