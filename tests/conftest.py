@@ -1,16 +1,37 @@
 """Shared fixtures: the real datasets in ../shared/data and the packaged models.
 
 A test that needs a missing resource is skipped with a message naming it;
-nothing is skipped silently.
+nothing is skipped silently. Under ``CI=true`` it fails instead: CI installs
+every resource, so a missing one is a broken setup that must not go green.
+
+Hypothesis runs derandomized (the ``ci`` profile, the default under ``CI=true``
+and locally): every run draws the same examples, so ``make test`` gives the same
+result each time and a failure reproduces. ``HYPOTHESIS_PROFILE=explore`` draws
+new examples each run, to hunt for failures on purpose.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import os
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# no example database either: replaying a failure saved by an earlier run would
+# make the result depend on the history of the checkout
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, print_blob=True
+)
+settings.register_profile("explore", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO.parent / "shared" / "data"
@@ -25,15 +46,32 @@ PROMPT7 = (
 )
 
 
+def missing_resource(what: str) -> NoReturn:
+    """Skip a test whose resource is missing; under ``CI=true`` fail, naming it."""
+    if IN_CI:
+        pytest.fail(
+            f"missing resource under CI=true: {what}; CI must install it "
+            "(make setup / make system-deps)",
+            pytrace=False,
+        )
+    pytest.skip(f"missing resource: {what}")
+
+
 def require_file(path):
     if not Path(path).exists():
-        pytest.skip(f"missing resource: {path} (the shared data folder beside the repo)")
+        missing_resource(f"{path} (the shared data folder beside the repo)")
     return Path(path)
 
 
-def require_module(name, extra):
+def require_module(name: str, extra: str) -> ModuleType:
+    """Import ``name``, or treat it as a missing resource (see ``missing_resource``).
+
+    Only for third-party packages: an ImportError raised inside our own package
+    is a bug and must fail, so never use this for ``sklearn_fairaes``.
+    """
     if importlib.util.find_spec(name) is None:
-        pytest.skip(f"missing resource: Python package {name} (pip install '.[{extra}]')")
+        missing_resource(f"Python package {name} (pip install '.[{extra}]')")
+    return importlib.import_module(name)
 
 
 @pytest.fixture(scope="session")
