@@ -22,15 +22,22 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 	touch $(STAMP)
 
 # Debian packages, when missing and running as root: WordNet (for NLTK when it
-# cannot download it) and Chromium (the report's browser test)
+# cannot download it) and Chromium (the report's browser test). A failed install
+# stops make (the tests needing them would otherwise skip, or fail under CI=true,
+# far from the cause); not root, it says what is missing and goes on.
 system-deps:
 	@missing=""; \
 	[ -f /usr/share/wordnet/data.noun ] || missing="$$missing wordnet-base wordnet-sense-index"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
-	if [ -n "$$missing" ] && [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
-		echo "installing Debian packages:$$missing"; \
-		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != "0" ] || ! command -v apt-get >/dev/null; then \
+		echo "system-deps: missing Debian packages:$$missing (not root or no apt-get, so not installed; as root: apt-get install$$missing). Tests needing them skip, or fail under CI=true." >&2; \
+		exit 0; \
+	fi; \
+	echo "installing Debian packages:$$missing"; \
+	apt-get update -qq || { echo "system-deps: apt-get update failed; cannot install$$missing" >&2; exit 1; }; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+		|| { echo "system-deps: apt-get install$$missing failed (see apt's message above)" >&2; exit 1; }
 
 resources: system-deps $(STAMP)
 	$(VENV)/bin/fairaes setup

@@ -54,7 +54,7 @@ def missing_resource(what: str) -> NoReturn:
             "(make setup / make system-deps)",
             pytrace=False,
         )
-    pytest.skip(f"missing resource: {what}")
+    pytest.skip(f"missing resource: {what}", allow_module_level=True)
 
 
 def require_file(path):
@@ -63,14 +63,17 @@ def require_file(path):
     return Path(path)
 
 
-def require_module(name: str, extra: str) -> ModuleType:
+def require_module(name: str, extra: str, how: str | None = None) -> ModuleType:
     """Import ``name``, or treat it as a missing resource (see ``missing_resource``).
 
     Only for third-party packages: an ImportError raised inside our own package
-    is a bug and must fail, so never use this for ``sklearn_fairaes``.
+    is a bug and must fail, so never use this for ``sklearn_fairaes``. Only a
+    module that is not installed counts as missing; one that is installed but
+    fails to import raises.
     """
-    if importlib.util.find_spec(name) is None:
-        missing_resource(f"Python package {name} (pip install '.[{extra}]')")
+    top = name.split(".")[0]
+    if importlib.util.find_spec(top) is None:
+        missing_resource(f"Python package {top} ({how or f'pip install .[{extra}]'})")
     return importlib.import_module(name)
 
 

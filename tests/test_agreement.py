@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_file, require_module
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import pearsonr
@@ -303,9 +304,8 @@ def test_truncate_with_labels_clips_to_them():
 
 
 def test_asap7_human_human_qwk_matches_the_paper():
-    if not ASAP7.exists():
-        pytest.skip(f"missing resource: {ASAP7} (the shared data folder beside the repo)")
-    pd = pytest.importorskip("pandas")
+    require_file(ASAP7)
+    pd = require_module("pandas", "report")
     data = pd.read_csv(ASAP7, sep="\t", encoding="utf-8-sig")
     r1, r2 = data["rater1_domain1"], data["rater2_domain1"]
     for rounding in ("round", "truncate", None):
@@ -341,7 +341,7 @@ def test_constant_but_different_scores_give_zero_without_warning():
 
 
 def test_qwk_accepts_pandas_and_column_vectors():
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     a, b = [1, 2, 3, 4, 2], [1, 3, 3, 4, 2]
     expected = qwk(a, b)
     assert qwk(pd.Series(a, index=list("abcde")), pd.Series(b)) == expected
@@ -711,7 +711,7 @@ def _report_data():
 
 
 def test_report_rows_equal_the_single_metrics():
-    pytest.importorskip("pandas")
+    require_module("pandas", "report")
     y, models, r1, r2 = _report_data()
     report = agreement_report(y, models, rater1=r1, rater2=r2)
     assert list(report.index) == ["good", "biased", "noisy"]
@@ -745,7 +745,7 @@ def test_report_rows_equal_the_single_metrics():
 
 
 def test_report_without_raters_single_vector_and_dataframe():
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     y, models, _, _ = _report_data()
     single = agreement_report(y, models["good"])
     assert list(single.index) == ["y_pred"]
@@ -758,7 +758,7 @@ def test_report_without_raters_single_vector_and_dataframe():
 
 
 def test_report_truncate_reproduces_the_kaggle_function():
-    pytest.importorskip("pandas")
+    require_module("pandas", "report")
     y, models, _, _ = _report_data()
     report = agreement_report(y, models, rounding="truncate")
     for name, pred in models.items():
@@ -766,7 +766,7 @@ def test_report_truncate_reproduces_the_kaggle_function():
 
 
 def test_report_thresholds_can_be_overridden():
-    pytest.importorskip("pandas")
+    require_module("pandas", "report")
     y, models, _, _ = _report_data()
     strict = agreement_report(y, models, thresholds={"qwk": 0.999})
     assert not strict["qwk_ok"].any()
@@ -775,7 +775,7 @@ def test_report_thresholds_can_be_overridden():
 
 
 def test_report_constant_predictions_warn_and_fail_the_flags():
-    pytest.importorskip("pandas")
+    require_module("pandas", "report")
     y = [1, 2, 3, 4]
     with pytest.warns(
         UndefinedMetricWarning, match="Pearson's r is undefined for model 'flat'"
@@ -815,6 +815,6 @@ def test_report_constant_predictions_warn_and_fail_the_flags():
     ],
 )
 def test_report_bad_input(y_pred, kwargs, exc, match):
-    pytest.importorskip("pandas")
+    require_module("pandas", "report")
     with pytest.raises(exc, match=match):
         agreement_report([1, 2, 3, 4], y_pred, **kwargs)

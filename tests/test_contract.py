@@ -13,6 +13,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import require_module
 from sklearn.base import BaseEstimator, clone
 
 import sklearn_fairaes
@@ -37,7 +38,7 @@ def _tfidf():
 
 
 def _sbert():
-    pytest.importorskip("sentence_transformers", reason="missing resource: sbert extra")
+    require_module("sentence_transformers", "sbert")
     return sklearn_fairaes.SentenceBertEncoder(cache=None)
 
 
@@ -100,7 +101,7 @@ def test_text_transformer_contract(name):
     np.testing.assert_allclose(_dense(again.transform(essays)), out1, atol=1e-6)
     refit = clone(est).fit(essays)
     np.testing.assert_allclose(_dense(refit.transform(essays)), out1, atol=1e-6)
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     frame = (
         clone(est).set_output(transform="pandas").fit(essays).transform(pd.Series(essays))
     )

@@ -12,12 +12,11 @@ import inspect
 import pkgutil
 
 import pytest
+from conftest import require_module
 
 import sklearn_fairaes
 
-validate = pytest.importorskip(
-    "numpydoc.validate", reason="missing resource: numpydoc (pip install -e '.[dev]')"
-).validate
+validate = require_module("numpydoc.validate", "dev").validate
 
 # numpydoc's checks we do not enforce, with the reason:
 IGNORED = {

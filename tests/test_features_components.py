@@ -10,6 +10,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from conftest import require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lt_server import LoopbackLanguageTool, expected_matches
@@ -165,7 +166,7 @@ def test_auto_prefers_nltk_when_its_data_exists(tmp_path, monkeypatch):
 
 
 def test_spacy_backend_penn_treebank_tags():
-    pytest.importorskip("spacy")
+    require_module("spacy", "pos")
     label = resolve_pos_tagger("spacy")
     assert label.startswith("spacy:en_core_web_sm")
     tags = tag_essays([tokenize_essay("I waited for @NUM1 minutes. @PERSON1 ran!"),

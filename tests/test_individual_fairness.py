@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -389,7 +390,7 @@ def test_curve_constant_scores_warn(rng):
 
 
 def test_curve_to_frame(rng):
-    pytest.importorskip("pandas")
+    require_module("pandas", "report")
     curve = score_distance_curve(rng.normal(size=(20, 3)), rng.normal(size=20), n_bins=3)
     frame = curve.to_frame()
     assert list(frame.index) == [1, 2, 3] and frame.index.name == "bin"
@@ -429,7 +430,7 @@ def test_extreme_pairs_ties_lowest_pair_first():
     res = extreme_pairs(d, k=2, metric="precomputed")
     assert list(zip(res.nearest.i, res.nearest.j)) == [(0, 2), (0, 3)]
     assert list(zip(res.farthest.i, res.farthest.j)) == [(1, 2), (1, 3)]
-    pytest.importorskip("pandas")
+    require_module("pandas", "report")
     frame = res.to_frame()
     assert list(frame["kind"]) == ["nearest"] * 2 + ["farthest"] * 2
     assert list(frame["rank"]) == [1, 2, 1, 2]
@@ -481,7 +482,7 @@ def test_feature_profile_selection_path_equals_sort_path(rng, monkeypatch):
 
 
 def test_feature_profile_names_and_frame(rng):
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     X = rng.normal(size=(20, 3))
     F = pd.DataFrame({"length": rng.random(20), "errors": rng.random(20)})
     prof = feature_difference_profile(X, F, n_pairs=5)

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from laser_tiny import write_tiny_laser
@@ -17,7 +18,7 @@ from sklearn_fairaes.resources import LASER_FILES, ResourceNotFoundError
 from sklearn_fairaes.text import EmbeddingCache, LaserEncoder, get_cache
 from sklearn_fairaes.text._laser import load_laser, split_sentences
 
-pytest.importorskip("laserembeddings")
+require_module("laserembeddings", "laser")
 
 ESSAYS = [
     "The cat and the dog played in the garden. Then they slept!",
@@ -388,7 +389,7 @@ def test_clone_and_pickle_round_trip(tiny_dir):
 
 
 def test_set_output_pandas(tiny_dir):
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     enc = LaserEncoder(model_dir=tiny_dir, cache=None).set_output(transform="pandas")
     frame = enc.fit(ESSAYS).transform(pd.Series(ESSAYS, index=range(10, 15)))
     assert isinstance(frame, pd.DataFrame)

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, require_file
+from conftest import DATA_DIR, require_file, require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_fairaes.datasets import load_short_answers
 from sklearn_fairaes.metrics import weighted_rmse
 
-pd = pytest.importorskip("pandas")
+pd = require_module("pandas", "report")
 
 COLS = dict(question_col="q", reference_col="ref", answer_col="text", grade_col="pts")
 
@@ -179,7 +179,7 @@ def test_reads_files_and_keeps_text_as_text(tmp_path, suffix):
     elif suffix == ".csv":
         raw.to_csv(path, index=False)
     else:
-        pytest.importorskip("openpyxl")
+        require_module("openpyxl", "report")
         raw.to_excel(path, index=False)
     out = load_short_answers(path, **COLS, max_grade=2, reference_sep=" ||| ")
     expected = load_short_answers(raw, **COLS, max_grade=2, reference_sep=" ||| ")

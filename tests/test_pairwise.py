@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import require_module
 from joblib import parallel_config
 from scipy.spatial.distance import pdist, squareform
 
@@ -194,7 +195,7 @@ def test_identical_for_n_jobs_1_and_2(rng, no_cache):
 
 
 def test_dask_backend_spreads_blocks(rng, no_cache):
-    distributed = pytest.importorskip("distributed")
+    distributed = require_module("distributed", "dask")
     X = rng.normal(size=(120, 8))
     y = rng.normal(size=120)
     ref = _hist(PairwiseEngine(X, block_size=25), y)

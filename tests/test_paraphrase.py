@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import missing_resource
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -45,7 +46,7 @@ def wn():
 
         ensure_wordnet()
     except ResourceNotFoundError as exc:
-        pytest.skip(f"missing resource: WordNet ({exc})")
+        missing_resource(f"WordNet ({exc})")
     from nltk.corpus import wordnet
 
     return wordnet
@@ -57,7 +58,7 @@ def para(wn):
     try:
         return WordNetParaphraser(random_state=0).fit([])
     except ResourceNotFoundError as exc:
-        pytest.skip(f"missing resource: POS tagger ({exc})")
+        missing_resource(f"POS tagger ({exc})")
 
 
 def _with(para, **params):

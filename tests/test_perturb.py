@@ -11,6 +11,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import missing_resource, require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -65,7 +66,7 @@ def wordnet():
 
         ensure_wordnet()
     except ResourceNotFoundError as exc:
-        pytest.skip(f"missing resource: WordNet ({exc})")
+        missing_resource(f"WordNet ({exc})")
 
 
 def _needs(name, request):
@@ -73,12 +74,13 @@ def _needs(name, request):
     if name in ("negation", "synonym"):
         request.getfixturevalue("wordnet")
     if name == "word_salad":
-        pytest.importorskip("spellchecker", reason="missing resource: spelling extra")
+        require_module("spellchecker", "spelling")
     if name == "synonym":
         try:
             SynonymParaphrase(random_state=0).transform(["A test."])
-        except (ResourceNotFoundError, ImportError) as exc:
-            pytest.skip(f"missing resource: POS tagger ({exc})")
+        except ResourceNotFoundError as exc:
+            # only a missing resource; an ImportError from our package is a bug
+            missing_resource(f"POS tagger ({exc})")
 
 
 def _build(name, random_state=0):
@@ -626,7 +628,7 @@ def test_synonym_paraphrase_matches_the_wordnet_paraphraser(request):
 
 # ------------------------------------------------------------ salad, scramble
 def test_word_salad_has_the_essay_length_in_general_words():
-    pytest.importorskip("spellchecker", reason="missing resource: spelling extra")
+    require_module("spellchecker", "spelling")
     vocabulary = set(general_english_words(20000))
     assert len(vocabulary) == 20000
     texts = [ESSAYS[0], ESSAYS[6], "Short one."]

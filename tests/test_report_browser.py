@@ -25,11 +25,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import missing_resource, require_module
 
-pytest.importorskip("pandas", reason="missing resource: pandas (pip install '.[report]')")
-pytest.importorskip(
-    "matplotlib", reason="missing resource: matplotlib (pip install '.[report]')"
-)
+require_module("pandas", "report")
+require_module("matplotlib", "report")
 
 from report_fixtures import make_audit_tables  # noqa: E402
 
@@ -303,8 +302,8 @@ def _problems(events, session):
 def browser(tmp_path_factory):
     executable = _find_chromium()
     if executable is None:
-        pytest.skip(
-            "missing resource: Chromium (none of "
+        missing_resource(
+            "Chromium (none of "
             + ", ".join(CHROMIUM_CANDIDATES)
             + " found; on Debian: apt-get install chromium)"
         )

@@ -14,15 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pd = pytest.importorskip(
-    "pandas", reason="missing resource: pandas (pip install '.[report]')"
-)
-matplotlib = pytest.importorskip(
-    "matplotlib", reason="missing resource: matplotlib (pip install '.[report]')"
-)
+pd = require_module("pandas", "report")
+matplotlib = require_module("matplotlib", "report")
 
 from matplotlib.colors import to_hex  # noqa: E402
 from report_fixtures import (  # noqa: E402

@@ -3,6 +3,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import missing_resource, require_module
 
 from sklearn_fairaes import resources
 from sklearn_fairaes.resources import (
@@ -28,7 +29,7 @@ def test_build_from_system_copy_adds_lexnames(tmp_path, monkeypatch):
         (Path(d) for d in resources.SYSTEM_WORDNET_DIRS if Path(d).exists()), None
     )
     if source is None:
-        pytest.skip("missing resource: a system WordNet (/usr/share/wordnet)")
+        missing_resource("a system WordNet (/usr/share/wordnet)")
     target = resources._build_wordnet_from_system(source, tmp_path)
     lexnames = (target / "lexnames").read_text().splitlines()
     assert len(lexnames) == 45
@@ -70,9 +71,7 @@ def test_require_names_the_extra():
 
 def test_every_extra_named_in_messages_exists():
     """An ImportError that names an extra must name one pyproject.toml defines."""
-    tomllib = pytest.importorskip(
-        "tomllib", reason="missing resource: tomllib (Python 3.11+)"
-    )
+    tomllib = require_module("tomllib", "", how="Python 3.11+")
     extras = set(
         tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
             "optional-dependencies"

@@ -2,6 +2,7 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import require_module
 from sklearn.base import clone
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV
@@ -98,7 +99,7 @@ def test_bad_input_and_params(minilm):
 
 
 def test_clone_pickle_feature_names_pandas(minilm):
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     enc = SentenceBertEncoder(minilm, batch_size=8)
     assert clone(enc).get_params() == enc.get_params()
     enc.fit(["x"])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, require_file
+from conftest import DATA_DIR, require_file, require_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.base import BaseEstimator, TransformerMixin, clone
@@ -34,7 +34,7 @@ from sklearn_fairaes.short_answers import (
 )
 from sklearn_fairaes.text import TfidfEssayVectorizer
 
-pd = pytest.importorskip("pandas")
+pd = require_module("pandas", "report")
 
 #: Texts passed to LookupVectors.transform, in order (module-level: clones share it).
 CALLS = []
@@ -721,7 +721,7 @@ def test_coverage_bad_grades():
 
 
 def test_plot_reference_coverage():
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "report")
     curve = pd.DataFrame(
         {"n_references": [1, 2, 4], "mean_score": [0.5, 0.6, 0.66],
          "ci_low": [0.45, 0.57, 0.64], "ci_high": [0.55, 0.63, 0.68],

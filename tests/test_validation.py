@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import require_module
 
 from sklearn_fairaes._validation import (
     check_embeddings,
@@ -11,7 +12,7 @@ from sklearn_fairaes._validation import (
 
 
 def test_essays_accepts_list_array_series_and_one_column_frame():
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     texts = ["a", "", "b c"]
     assert check_essays(texts) == texts
     assert check_essays(tuple(texts)) == texts
@@ -38,7 +39,7 @@ def test_essays_bad_input_names_position(bad, exc, match):
 
 
 def test_essays_series_reports_index_label():
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     s = pd.Series(["a", None], index=[10, 11])
     with pytest.raises(
         ValueError, match=r"position 1 \(index label 11\) of X is (None|NaN)"
@@ -52,7 +53,7 @@ def test_essays_empty_not_allowed_when_asked():
 
 
 def test_multi_column_frame_is_refused():
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     with pytest.raises(ValueError, match="DataFrame with 2 columns"):
         check_essays(pd.DataFrame({"a": ["x"], "b": ["y"]}))
 

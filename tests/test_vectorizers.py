@@ -3,6 +3,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import require_module
 from sklearn.base import clone
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
@@ -87,7 +88,7 @@ def test_clone_pickle_params():
 
 
 def test_pandas_output_keeps_index_and_names():
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     s = pd.Series(ESSAYS, index=list("abcde"))
     bow = BowVectorizer(min_df=1).set_output(transform="pandas")
     out = bow.fit_transform(s)
