@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_file, require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,7 +114,7 @@ def test_per_source_values_and_mean():
 
 
 def test_accepts_pandas():
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     y = pd.Series([0.1, 0.5, 1.0], index=[7, 8, 9])
     assert weighted_rmse(y, pd.Series([0.1, 0.5, 1.0])) == 0.0
 
@@ -173,7 +174,7 @@ def test_bad_input(y_true, y_pred, kwargs, exc, match):
 
 def _table2_datasets():
     """Grades in [0, 1] of four ASAG2024 datasets, scaled as ASAG2024 does."""
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas", "report")
     files = {
         "Stita": DATA / "stita" / "stita_gradeaid.tsv",
         "CU-NLP": DATA / "cu-nlp" / "cunlp_gradeaid.tsv",
@@ -181,10 +182,7 @@ def _table2_datasets():
         "SAF": DATA / "saf" / "saf_communication_networks_english_v2.tsv",
     }
     for path in files.values():
-        if not path.exists():
-            pytest.skip(
-                f"missing resource: {path} (the shared data folder beside the repo)"
-            )
+        require_file(path)
     read = {name: pd.read_csv(path, sep="\t") for name, path in files.items()}
     saf = read["SAF"]
     return {
@@ -206,3 +204,21 @@ def test_mean_predictor_reproduces_asag2024_table2_baselines():
     for name, expected in table2.items():
         assert round(per_source[name], 2) == expected, name
     assert mean == pytest.approx(np.mean(list(per_source.values())))
+
+
+@pytest.mark.parametrize("dtype, low", [(np.float32, 0.6), (np.float16, 0.7)])
+@pytest.mark.parametrize("cast_back", [False, True])
+def test_low_precision_grades_land_in_the_range_they_denote(dtype, low, cast_back):
+    # 0.7 as float32 is 0.699999988 (0.8 as float16 is 0.7998): binned at face
+    # value it joined the grade below in its range and the wRMSE was
+    # sqrt(0.25 / 2) = 0.354. Hand-worked: three ranges of one answer each,
+    # weight 1/3 each, one error of 0.5 -> sqrt(0.25 / 3) = 0.289.
+    high = round(low + 0.1, 1)
+    y_true = np.array([low, high, 1.0], dtype=dtype)
+    y_pred = np.array([low, high, 0.5], dtype=dtype)
+    if cast_back and dtype == np.float32:  # float32 values held as float64
+        y_true, y_pred = y_true.astype(np.float64), y_pred.astype(np.float64)
+    expected = np.sqrt(float(y_pred[2] - y_true[2]) ** 2 / 3)
+    assert weighted_rmse(y_true, y_pred) == pytest.approx(expected, rel=1e-12)
+    assert weighted_rmse(list(y_true), list(y_pred)) == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(0.2887, abs=1e-4)

@@ -21,8 +21,14 @@ __all__ = ["weighted_rmse"]
 
 # A grade produced by floating-point scaling (3 * 0.1 = 0.30000000000000004,
 # or 0.7 computed as 0.69999999999999996) must land in the range whose lower
-# edge it denotes, not one range lower.
-_EDGE_TOLERANCE = 1e-9
+# edge it denotes, not one range lower. Grades often pass through float32
+# (pandas, torch, a CSV read with dtype float32), where 0.7 is 0.699999988,
+# about 1.2e-8 below its edge; the tolerance is float32's precision, so such
+# grades still land where they denote even after a cast back to float64.
+# No real grade (points / max_points) lies that close below an edge.
+_EDGE_TOLERANCE = 2.0**-23
+# float16 grades are off by up to 2**-12 (0.7 is 0.7002, 0.8 is 0.7998).
+_FLOAT16_EDGE_TOLERANCE = 2.0**-8
 
 
 def _check_unit_interval(values: NDArray[np.float64], name: str, hint: str) -> None:
@@ -60,9 +66,25 @@ def _check_sources(source: Any, n: int) -> list[Any]:
     return labels
 
 
-def _bin_weights(y_true: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
+def _edge_tolerance(values: object) -> float:
+    """How far below a range's lower edge a grade may lie and still count in it."""
+    dtype = getattr(values, "dtype", None)
+    if not isinstance(dtype, np.dtype):  # a list (of numpy scalars, perhaps)
+        try:
+            dtype = np.asarray(values).dtype
+        except (TypeError, ValueError):  # check_scores says what is wrong
+            return _EDGE_TOLERANCE
+    if dtype.kind == "f" and dtype.itemsize < 4:
+        return _FLOAT16_EDGE_TOLERANCE
+    return _EDGE_TOLERANCE
+
+
+def _bin_weights(
+    y_true: NDArray[np.float64], n_bins: int, tolerance: float = _EDGE_TOLERANCE
+) -> NDArray[np.float64]:
     """Weight of each answer: 1 / (non-empty ranges * answers in its range)."""
-    bins = np.floor(y_true * n_bins + _EDGE_TOLERANCE).astype(np.intp)
+    # float64 throughout: y_true is float64 here, and so are the edges k / n_bins
+    bins = np.floor(y_true * n_bins + tolerance * n_bins).astype(np.intp)
     bins = np.minimum(bins, n_bins - 1)  # a grade of 1.0 belongs to the last range
     counts = np.bincount(bins, minlength=n_bins)
     n_filled = np.count_nonzero(counts)
@@ -70,9 +92,12 @@ def _bin_weights(y_true: NDArray[np.float64], n_bins: int) -> NDArray[np.float64
 
 
 def _weighted_rmse(
-    y_true: NDArray[np.float64], y_pred: NDArray[np.float64], n_bins: int
+    y_true: NDArray[np.float64],
+    y_pred: NDArray[np.float64],
+    n_bins: int,
+    tolerance: float = _EDGE_TOLERANCE,
 ) -> float:
-    weights = _bin_weights(y_true, n_bins)
+    weights = _bin_weights(y_true, n_bins, tolerance)
     errors = np.abs(y_true - y_pred)
     largest = errors.max()
     if largest == 0:
@@ -112,8 +137,11 @@ def weighted_rmse(
     n_bins : int, default=10
         Number of ranges (ASAG2024: 10 ranges of width 0.1). Range ``k``
         holds grades in ``[k / n_bins, (k + 1) / n_bins)``; the last range
-        also holds 1.0. A grade within 1e-9 below a range's lower edge (an
-        artefact of floating-point scaling) counts in that range.
+        also holds 1.0. A grade less than ``2**-23`` (about 1.2e-7, the
+        precision of float32) below a range's lower edge counts in that range:
+        it is a rounding artefact (0.7 stored as float32 is 0.699999988), also
+        after a cast back to float64. For float16 grades the tolerance is
+        ``2**-8``.
     source : array-like of shape (n_samples,), default=None
         Data-source label of each answer (e.g. the dataset name). When given,
         the wRMSE is computed within each source (its own ranges and weights)
@@ -163,6 +191,7 @@ def weighted_rmse(
         raise ValueError(
             "return_per_source=True needs source: the data-source label of each answer"
         )
+    tolerance = _edge_tolerance(y_true)
     a = check_scores(y_true, name="y_true", min_samples=1)
     b = check_scores(y_pred, name="y_pred", min_samples=1)
     check_same_length(y_true=a, y_pred=b)
@@ -173,7 +202,7 @@ def weighted_rmse(
         b, "y_pred", "Predict on the [0, 1] scale, or clip with np.clip(y_pred, 0, 1)"
     )
     if source is None:
-        return _weighted_rmse(a, b, n_bins)
+        return _weighted_rmse(a, b, n_bins, tolerance)
     labels = _check_sources(source, a.shape[0])
     groups: dict[Any, list[int]] = {}
     for i, label in enumerate(labels):
@@ -181,7 +210,7 @@ def weighted_rmse(
     per_source: dict[Any, float] = {}
     for label, positions in groups.items():
         rows = np.asarray(positions)
-        per_source[label] = _weighted_rmse(a[rows], b[rows], n_bins)
+        per_source[label] = _weighted_rmse(a[rows], b[rows], n_bins, tolerance)
     mean = float(np.mean(list(per_source.values())))
     if return_per_source:
         return mean, per_source
