@@ -25,7 +25,14 @@ __all__ = [
     "check_references",
     "check_grades",
     "check_predictor",
+    "check_score_range",
+    "MAX_SCORE_POINTS",
 ]
+
+#: Most integer score points a scale may have. Real rubrics have a few dozen;
+#: a wider span is a typo or a sentinel value (1e12, 9999), and agreement
+#: arrays over it would not fit in memory.
+MAX_SCORE_POINTS = 1000
 
 _Estimator = TypeVar("_Estimator")
 
@@ -505,6 +512,71 @@ def check_grades(
             f"value(s) in all). {hint}".rstrip()
         )
     return arr
+
+
+def check_score_range(
+    score_range: Any, *, name: str = "score_range", max_points: int = MAX_SCORE_POINTS
+) -> tuple[float, float]:
+    """Validate a declared score scale ``(low, high)`` of integer score points.
+
+    Parameters
+    ----------
+    score_range : tuple of two numbers
+        The lowest and highest score point of the rubric, both included.
+    name : str, default="score_range"
+        Name of the argument, used in error messages.
+    max_points : int, default=MAX_SCORE_POINTS
+        Most score points the scale may have.
+
+    Returns
+    -------
+    low, high : tuple of two float
+        The ends of the scale.
+
+    Raises
+    ------
+    TypeError
+        If ``score_range`` is not a pair of real numbers.
+    ValueError
+        If an end is not finite or not an integer, ``low >= high``, or the
+        scale has more than ``max_points`` score points.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import check_score_range
+    >>> check_score_range((0, 12))
+    (0.0, 12.0)
+    """
+    if isinstance(score_range, (str, bytes)) or not isinstance(score_range, Sequence):
+        raise TypeError(
+            f"{name} must be a pair (low, high) of integer score points, e.g. (0, 12); "
+            f"got {type(score_range).__name__}"
+        )
+    if len(score_range) != 2 or not all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in score_range
+    ):
+        raise TypeError(
+            f"{name} must be a pair (low, high) of integer score points, e.g. (0, 12); "
+            f"got {len(score_range)} value(s)"
+            if len(score_range) != 2
+            else f"{name} must hold two numbers, e.g. (0, 12)"
+        )
+    low, high = (float(v) for v in score_range)
+    for value in (low, high):
+        if not np.isfinite(value) or value != round(value):
+            raise ValueError(
+                f"{name} must hold two finite integer score points, got {value:.6g}"
+            )
+    if low >= high:
+        raise ValueError(
+            f"{name} must be (low, high) with low < high, got ({low:g}, {high:g})"
+        )
+    if high - low + 1 > max_points:
+        raise ValueError(
+            f"{name} ({low:g}, {high:g}) has {high - low + 1:.6g} score points; at most "
+            f"{max_points} are supported (a rubric has a few dozen)"
+        )
+    return low, high
 
 
 def _missing_label(value: object) -> bool:

@@ -131,7 +131,7 @@ def test_without_prompt_the_prompt_features_are_left_out(demo):
         ),
         (
             lambda d: d.assign(score=["x"] + list(d["score"].iloc[1:])),
-            r"score column 'score' must hold numbers; row 1 holds 'x'",
+            r"score column 'score' must hold numbers; data row 1 holds 'x'",
         ),
         (
             lambda d: d.assign(
@@ -141,14 +141,14 @@ def test_without_prompt_the_prompt_features_are_left_out(demo):
         ),
         (
             lambda d: d.assign(essay_id=[1, 1] + list(d["essay_id"].iloc[2:])),
-            r"id column 'essay_id' has duplicate ids \(rows \[1, 2\]",
+            r"id column 'essay_id' has duplicate ids \(data rows \[1, 2\]",
         ),
         (
             # a half-point scale: refused up front, with the factor that fixes it
             lambda d: d.assign(
                 score=[d["score"].iloc[0] + 0.5] + list(d["score"].iloc[1:])
             ),
-            r"score column 'score' holds non-integer scores \(row 1: .*multiply the "
+            r"score column 'score' holds non-integer scores \(data row 1: .*multiply the "
             r"scores by 2",
         ),
         (
@@ -388,11 +388,11 @@ def test_a_group_of_one_essay_gives_nan_and_a_note(demo):
     [
         (
             lambda d: d.assign(group=d["group"].where(d.index != 4)),
-            r"group column 'group' is empty in row 5 \(nan; 1 row\(s\) in all\)",
+            r"group column 'group' is empty in data row 5 \(nan; 1 row\(s\) in all\)",
         ),
         (
             lambda d: d.assign(group=d["group"].where(d.index % 5 != 2, "  ")),
-            r"group column 'group' is empty in row 3 \('  '; 4 row\(s\) in all\)",
+            r"group column 'group' is empty in data row 3 \('  '; 4 row\(s\) in all\)",
         ),
         (
             lambda d: d.assign(group="A"),
@@ -423,7 +423,10 @@ def test_bad_group_column_raises_before_any_work(demo, change, match):
 @pytest.mark.parametrize(
     ("groups", "match"),
     [
-        (lambda g: g.where(g.index != 3, ""), "group column 'group' is empty in row 4"),
+        (
+            lambda g: g.where(g.index != 3, ""),
+            "group column 'group' is empty in data row 4",
+        ),
         (lambda g: g.map(lambda _: "B"), "holds 1 distinct group(s) ('B')"),
     ],
 )
@@ -470,7 +473,7 @@ BASE = [
     ("kind", "match"),
     [
         ("missing_column", "text column 'essay' not found"),
-        ("non_numeric", "must hold numbers; row 2 holds 'ten'"),
+        ("non_numeric", "must hold numbers; data row 2 holds 'ten'"),
         ("empty_file", "the file is empty"),
         ("header_only", "has a header but no rows"),
         ("empty_essay", "row 4 of column 'essay' is empty"),

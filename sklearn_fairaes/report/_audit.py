@@ -26,11 +26,18 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_essays, check_groups, check_scores
+from .._validation import (
+    MAX_SCORE_POINTS,
+    check_essays,
+    check_groups,
+    check_score_range,
+)
 from .._version import __version__
 from ..resources import require
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from matplotlib.figure import Figure
 
     # pandas is imported at run time through require(); functions bind it to a
@@ -44,6 +51,12 @@ MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
 # Above this many essays the pair distances are not held in memory: every pair
 # metric walks the pairs in blocks, and the distribution plots use a sample.
 _MAX_CONDENSED = 6000
+# The smallest corpus every analysis is defined on: 4 essays give 6 pairs, so
+# the score-difference curve gets two distance bins of (at least) two pairs.
+_MIN_ESSAYS = 4
+# A representation whose pair distances are mostly one value (all essays empty
+# vectors, or all identical) cannot tell essays apart: flagged in the report.
+_DEGENERATE_SHARE = 0.5
 _DIST_SAMPLE = 1_000_000
 _HIST_BINS = 50
 
@@ -60,7 +73,8 @@ class AuditInputError(ValueError):
     --------
     >>> import pandas as pd
     >>> from sklearn_fairaes.report import AuditInputError, audit
-    >>> data = pd.DataFrame({"essay": ["One.", "Two.", "Three."], "score": [1, 2, 3]})
+    >>> data = pd.DataFrame({"essay": ["One.", "Two.", "Three.", "Four."],
+    ...                      "score": [1, 2, 3, 4]})
     >>> try:
     ...     audit(data, text_col="text", score_col="score")
     ... except AuditInputError as exc:
@@ -217,29 +231,22 @@ def _prepare(
             f"data must be a pandas DataFrame, got {type(data).__name__}; read the file "
             f"first (or use the fairaes command, which reads tsv/csv/xlsx)"
         )
-    if len(data) < 3:
+    if len(data) < _MIN_ESSAYS:
         raise AuditInputError(
-            f"data has {len(data)} row(s); the audit needs at least 3 essays (and "
-            f"enough for {text_col!r} cross-validation)"
+            f"data has {len(data)} row(s); the audit needs at least {_MIN_ESSAYS} essays "
+            f"(the score-difference curves need two distance bins of two pairs each)"
         )
+    text_column = _column(data, text_col, "text")
+    _check_text_not_numeric(text_column, text_col)
     try:
         essays = check_essays(
-            _column(data, text_col, "text").reset_index(drop=True),
+            text_column.reset_index(drop=True),
             name=f"column {text_col!r}",
             allow_empty=False,
         )
     except (TypeError, ValueError) as exc:
         raise AuditInputError(_row_hint(str(exc))) from None
-    raw_scores = _column(data, score_col, "score")
-    numeric = pd.to_numeric(raw_scores, errors="coerce")
-    bad = numeric.isna().to_numpy()
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise AuditInputError(
-            f"score column {score_col!r} must hold numbers; row {i + 1} holds "
-            f"{raw_scores.iloc[i]!r} ({int(bad.sum())} such row(s)). Fix or drop them."
-        )
-    y = check_scores(numeric.to_numpy(dtype=float), name=f"column {score_col!r}")
+    y = _numeric_column(data, score_col, "score")
     _check_integer_scale(y, f"score column {score_col!r}")
     raters = None
     if rater_cols:
@@ -250,17 +257,21 @@ def _prepare(
                 f"rater_cols must name exactly two columns (rater 1 and rater 2), got "
                 f"{list(rater_cols)}"
             )
+        if rater_cols[0] == rater_cols[1]:
+            raise AuditInputError(
+                f"rater_cols names column {rater_cols[0]!r} twice; give the columns of "
+                f"the two raters who scored each essay independently"
+            )
         raters = []
         for col in rater_cols:
-            values = pd.to_numeric(_column(data, col, "rater"), errors="coerce")
-            if values.isna().any():
-                i = int(np.flatnonzero(values.isna().to_numpy())[0])
-                raise AuditInputError(
-                    f"rater column {col!r} must hold numbers; row {i + 1} holds "
-                    f"{data[col].iloc[i]!r}"
-                )
-            raters.append(values.to_numpy(dtype=float))
+            raters.append(_numeric_column(data, col, "rater"))
             _check_integer_scale(raters[-1], f"rater column {col!r}")
+        if np.array_equal(raters[0], raters[1]):
+            raise AuditInputError(
+                f"rater columns {rater_cols[0]!r} and {rater_cols[1]!r} are identical in "
+                f"every row, which would make the human-human agreement 1; give the "
+                f"columns of the two raters who scored each essay independently"
+            )
     groups = None
     if group_col is not None:
         groups = _check_group_column(_column(data, group_col, "group"), group_col)
@@ -270,8 +281,8 @@ def _prepare(
         if dup.any():
             rows = (np.flatnonzero(dup)[:5] + 1).tolist()
             raise AuditInputError(
-                f"id column {id_col!r} has duplicate ids (rows {rows}, id "
-                f"{ids[dup][0]!r}); ids must be unique"
+                f"id column {id_col!r} has duplicate ids (data rows {rows}, id "
+                f"{_short(ids[dup][0])}); ids must be unique"
             )
     else:
         ids = np.array([str(i + 1) for i in range(len(essays))])
@@ -449,8 +460,220 @@ def _check_integer_scale(values: NDArray[np.float64], what: str) -> None:
         else "round them to the reported score points"
     )
     raise AuditInputError(
-        f"{what} holds non-integer scores (row {i + 1}: {values[i]!r}; {int(frac.sum())} "
-        f"such row(s)); agreement (QWK) is defined on integer score points: {fix}"
+        f"{what} holds non-integer scores (data row {i + 1}: {_value(values[i])}; "
+        f"{int(frac.sum())} such row(s)); agreement (QWK) is defined on integer score "
+        f"points: {fix}"
+    )
+
+
+def _short(value: object, limit: int = 40) -> str:
+    """``repr`` of a cell, cut to ``limit`` characters: a message stays one line."""
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _value(x: float) -> str:
+    """A score as people write it (no numpy repr, at most 6 significant digits)."""
+    return f"{float(x):.6g}"
+
+
+def _check_text_not_numeric(column: Series, text_col: str) -> None:
+    """Refuse a text column that holds numbers: it is the wrong column.
+
+    Such "essays" have no words, so the vocabulary representations would be
+    empty and every distance 0; the audit says so before any work.
+    """
+    pd = require("pandas", purpose="the audit")
+    values = column.reset_index(drop=True)
+    numeric = pd.to_numeric(values, errors="coerce")
+    if len(values) and numeric.notna().all():
+        raise AuditInputError(
+            f"text column {text_col!r} holds numbers in every row (data row 1: "
+            f"{_short(values.iloc[0])}), not essays; pass the column with the essay "
+            f"text (--text-col / text_col)"
+        )
+
+
+def _numeric_column(data: DataFrame, col: str, what: str) -> NDArray[np.float64]:
+    """A score column as finite floats; refuse text and non-finite cells by data row."""
+    pd = require("pandas", purpose="the audit")
+    raw = _column(data, col, what).reset_index(drop=True)
+    numeric = pd.to_numeric(raw, errors="coerce")
+    bad = numeric.isna().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AuditInputError(
+            f"{what} column {col!r} must hold numbers; data row {i + 1} holds "
+            f"{_short(raw.iloc[i])} ({int(bad.sum())} such row(s)). Fix or drop them."
+        )
+    values = numeric.to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AuditInputError(
+            f"{what} column {col!r} holds a non-finite score in data row {i + 1} "
+            f"({_short(raw.iloc[i])}; {int(bad.sum())} such row(s)); give the score "
+            f"point, or drop the row"
+        )
+    return values
+
+
+def _check_score_scale(
+    y: NDArray[np.float64],
+    raters: Sequence[NDArray[np.float64]] | None,
+    score_col: str,
+    rater_cols: Sequence[str] | None,
+    score_range: object,
+) -> tuple[tuple[float, float], str]:
+    """The human score scale, declared or inferred, and whether it was declared.
+
+    Every score must lie on the scale: one mistyped value (1e12, -1e308)
+    would otherwise dominate the min-max normalisation of the Lipschitz
+    fraction, overflow the models or make the agreement arrays too large for
+    memory. Rater columns keep a scale of their own (a resolved score is
+    often the raters' sum: ASAP's 2-24 from two 0-12 raters), inferred from
+    their values and held to the same limit of ``MAX_SCORE_POINTS`` points.
+    """
+    if score_range is not None:
+        try:
+            lo, hi = check_score_range(score_range)
+        except (TypeError, ValueError) as exc:
+            raise AuditInputError(
+                f"{exc}; it declares the scale of {score_col!r}"
+            ) from None
+        source = "declared"
+        outside = (y < lo) | (y > hi)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise AuditInputError(
+                f"score column {score_col!r} holds {_value(y[i])} in data row {i + 1}, "
+                f"outside the declared score scale {lo:g} to {hi:g} ({int(outside.sum())} "
+                f"such row(s)); fix those rows, or declare the scale the scores use"
+            )
+    else:
+        lo, hi = float(y.min()), float(y.max())
+        source = "inferred"
+        _check_span(y, f"score column {score_col!r}")
+    if lo == hi or np.all(y == y[0]):
+        raise AuditInputError(
+            f"score column {score_col!r} holds the same score ({_value(y[0])}) in every "
+            f"row; agreement, the Lipschitz fraction and the feature profiles compare "
+            f"different scores and are undefined. Audit essays with different scores"
+        )
+    if raters is not None and rater_cols is not None:
+        for col, values in zip(rater_cols, raters):
+            _check_span(values, f"rater column {col!r}", declare=False)
+    return (lo, hi), source
+
+
+def _check_span(values: NDArray[np.float64], what: str, *, declare: bool = True) -> None:
+    """Refuse an inferred scale of more than ``MAX_SCORE_POINTS`` points."""
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo + 1 <= MAX_SCORE_POINTS:
+        return
+    # the value farther from the median is the likely typo
+    med = float(np.median(values))
+    i = int(np.argmax(values) if hi - med >= med - lo else np.argmin(values))
+    fix = (
+        "; or declare the scale with score_range=(low, high) (--score-range low,high)"
+        if declare
+        else ""
+    )
+    raise AuditInputError(
+        f"{what} spans {_value(lo)} to {_value(hi)}, more than {MAX_SCORE_POINTS} score "
+        f"points: data row {i + 1} holds {_value(values[i])}, far outside the other "
+        f"scores (median {_value(med)}); fix that row{fix}"
+    )
+
+
+def _check_grammar(grammar: str | None) -> None:
+    """Probe the LanguageTool asked for now, not after the other features are computed."""
+    if grammar is None:
+        return
+    from ..features._grammar import resolve_grammar
+
+    try:
+        resolve_grammar(grammar)
+    except (OSError, ImportError, LookupError, TypeError) as exc:
+        # ConnectionError (no server) is an OSError; ResourceNotFoundError
+        # (no local LanguageTool or Java) a LookupError or ImportError
+        raise AuditInputError(f"grammar={_short(grammar, 80)}: {exc}") from None
+
+
+def _fit_representations(
+    reps: Mapping[str, Any], essays: Sequence[str], text_col: str
+) -> dict[str, tuple[Any, Any]]:
+    """Fit every representation on all essays: (fitted transformer, vectors) by name.
+
+    They are fitted before anything else, vocabulary-based ones first (they
+    are fast), so that a representation that finds no word in any essay
+    stops the audit with a message before the features and models run.
+    """
+    from sklearn.base import clone
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    order = sorted(reps, key=lambda r: not isinstance(reps[r], CountVectorizer))
+    fitted: dict[str, tuple[Any, Any]] = {}
+    for rname in order:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
+            rep = clone(reps[rname])
+            try:
+                X = rep.fit_transform(essays)
+            except ValueError as exc:
+                # sklearn's words for "no term in any essay" (before and after
+                # the min_df/max_df pruning)
+                if not any(m in str(exc) for m in ("empty vocabulary", "no terms remain")):
+                    raise
+                raise AuditInputError(
+                    f"representation {rname!r} keeps no word of the essays in column "
+                    f"{text_col!r} (essays of digits or symbols only, words too rare "
+                    f"for its min_df, or a script it does not keep); check that the "
+                    f"column holds the essays, or use another representation (e.g. "
+                    f"sbert)"
+                ) from None
+        fitted[rname] = (rep, X.to_numpy() if hasattr(X, "to_numpy") else X)
+    return {r: fitted[r] for r in reps}
+
+
+def _empty_vector_note(rname: str, X: Any, ids: NDArray[Any]) -> tuple[int, str | None]:
+    """How many essays are all-zero vectors under ``rname``, and the note saying so."""
+    if hasattr(X, "getnnz"):
+        empty = np.asarray(X.getnnz(axis=1)) == 0
+    else:
+        empty = ~np.any(np.asarray(X) != 0, axis=1)
+    k = int(empty.sum())
+    if not k:
+        return 0, None
+    shown = ", ".join(_short(str(i), 20) for i in ids[empty][:10])
+    return k, (
+        f"{rname}: {k} essay(s) became empty (all-zero) vectors, with no word the "
+        f"representation keeps (ids {shown}{', ...' if k > 10 else ''}); they are at "
+        f"distance 0 from each other whatever they say, so their pairs are not "
+        f"evidence of fair or unfair scoring."
+    )
+
+
+def _degenerate_distances(rname: str, d: NDArray[Any]) -> str | None:
+    """A warning when most pair distances are 0 or one same value, else None."""
+    d = np.asarray(d, dtype=float)
+    if not d.size:
+        return None
+    share_zero = float(np.mean(d <= 1e-12))
+    _, counts = np.unique(np.round(d, 12), return_counts=True)
+    share_same = float(counts.max()) / d.size
+    if max(share_zero, share_same) <= _DEGENERATE_SHARE:
+        return None
+    what = (
+        f"{share_zero:.0%} of the essay pairs are at distance 0"
+        if share_zero >= share_same
+        else f"{share_same:.0%} of the essay pairs are at one same distance"
+    )
+    return (
+        f"{rname}: {what}, so this representation hardly tells the essays apart; its "
+        f"Lipschitz fractions, score-difference curves and extreme pairs say little "
+        f"about fairness. Check the essays' text (language, script, empty essays) or "
+        f"use another representation."
     )
 
 
@@ -467,7 +690,8 @@ def _check_group_column(column: Series, group_col: str) -> NDArray[Any]:
     if blank.any():
         i = int(np.flatnonzero(blank)[0])
         raise AuditInputError(
-            f"group column {group_col!r} is empty in row {i + 1} ({values.iloc[i]!r}; "
+            f"group column {group_col!r} is empty in data row {i + 1} "
+            f"({_short(values.iloc[i])}; "
             f"{int(blank.sum())} row(s) in all); fill those cells (e.g. 'unknown') or "
             f"drop the rows"
         )
@@ -492,7 +716,7 @@ def _row_hint(message: str) -> str:
     m = re.search(r"position (\d+)", message)
     if m:
         row = int(m.group(1)) + 1
-        message = message.replace(m.group(0), f"row {row}", 1)
+        message = message.replace(m.group(0), f"data row {row}", 1)
     return message
 
 
@@ -548,9 +772,10 @@ def _noting(
     where: str,
     func: Callable[..., _Result],
     *args: Any,
+    keep: type[Warning] | None = None,
     **kwargs: Any,
 ) -> _Result:
-    """Call ``func``; keep its UndefinedMetricWarnings as report notes.
+    """Call ``func``; keep its UndefinedMetricWarnings (or ``keep``) as report notes.
 
     A group of one essay or a fit without residual degrees of freedom is a fact
     about the data that the report should state once, not a warning per
@@ -558,11 +783,12 @@ def _noting(
     """
     from ..exceptions import UndefinedMetricWarning
 
+    category = UndefinedMetricWarning if keep is None else keep
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = func(*args, **kwargs)
     for w in caught:
-        if issubclass(w.category, UndefinedMetricWarning):
+        if issubclass(w.category, category):
             places = collected.setdefault(str(w.message), [])
             if where not in places:
                 places.append(where)
@@ -651,6 +877,7 @@ def audit(
     text_col: str,
     score_col: str,
     rater_cols: str | Sequence[str] | None = None,
+    score_range: tuple[float, float] | None = None,
     prompt: str | None = None,
     group_col: str | None = None,
     id_col: str | None = None,
@@ -698,7 +925,17 @@ def audit(
         Columns with the essay text and the (resolved) human score.
     rater_cols : list of two str or str, default=None
         The two raters' columns (a list, or one comma-separated string);
-        enables the degradation from human-human QWK.
+        enables the degradation from human-human QWK. The two columns must
+        differ. They keep a score scale of their own (a resolved score is
+        often the raters' sum), inferred from their values.
+    score_range : tuple of two int, default=None
+        The declared scale ``(low, high)`` of ``score_col``, both ends
+        included (e.g. ``(0, 12)``). A score outside it is refused, naming its
+        row. None infers the scale from the human scores (their minimum to
+        maximum; ``meta["score_range_source"]`` and the report say it was
+        inferred); an inferred scale of more than 1,000 score points is
+        refused as a typo (one score of 1e12 among 0-12), and so is every
+        rater column spanning more.
     prompt : str, default=None
         The task statement. Without it the prompt-based features (overlap and
         prompt similarity) are left out, and the report says so.
@@ -721,7 +958,7 @@ def audit(
         features per split.
     cv : int, default=5
         Number of folds of the shuffled ``KFold`` that gives the out-of-fold
-        predictions (between 2 and the number of essays).
+        predictions, between 2 and the number of essays (at least 4).
     paraphrases : str, sequence of str or None, default=None
         A column name or one paraphrase per essay; when None, paraphrases are
         made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`.
@@ -769,9 +1006,12 @@ def audit(
     Raises
     ------
     AuditInputError
-        For unusable data (missing column, non-numeric score, empty essay,
-        duplicate id, empty group label, a single group, ...), before any
-        computation.
+        For unusable data (missing column, non-numeric or non-finite score, a
+        score off the scale, all scores equal, identical rater columns, a
+        text column of numbers, empty essay, duplicate id, empty group label,
+        a single group, a representation that finds no words, an unreachable
+        ``grammar`` server, too many folds, ...), before any computation.
+        Rows are data rows counted from 1 (the file's header is not counted).
 
     Notes
     -----
@@ -804,6 +1044,15 @@ def audit(
       :func:`~sklearn_fairaes.metrics.group_lipschitz_fraction` with the
       min-max normalisation of the ``"lipschitz"`` table: its ``overall``
       row equals that table's ``lipschitz_minmax``.
+
+    **Notes and warnings.** ``meta["notes"]`` records what the reader should
+    know about the numbers: essays that became all-zero vectors under a
+    representation (no word it keeps; their distances to each other are 0),
+    the UserWarnings of the pair metrics (where they arose), and an inferred
+    score scale. ``meta["warnings"]`` lists, per representation, a
+    representation under which most pair distances are 0 or one same value:
+    its Lipschitz fractions, curves and extreme pairs cannot tell essays
+    apart, and the report shows the warning next to them.
 
     Undefined values (a group of one essay, a fit with no residual degrees of
     freedom) are NaN, and ``meta["notes"]`` says which and where.
@@ -856,10 +1105,15 @@ def audit(
     essays, y, raters, groups, ids, paraphrases = _prepare(
         data, text_col, score_col, rater_cols, group_col, id_col, paraphrases
     )
+    (score_lo, score_hi), scale_source = _check_score_scale(
+        y, raters, score_col, rater_cols, score_range
+    )
     if not isinstance(cv, int) or isinstance(cv, bool) or not 2 <= cv <= len(essays):
         raise AuditInputError(
-            f"cv must be an int between 2 and the number of essays, got {cv!r}"
+            f"cv must be an int between 2 and the number of essays ({len(essays)}), "
+            f"got {cv!r}"
         )
+    _check_grammar(grammar)
     reps = _named(
         representations, _make_representation, "representations", sbert_model=sbert_model
     )
@@ -877,6 +1131,16 @@ def audit(
         if bar is not None:
             bar.set_postfix_str(label)
             bar.update(1)
+
+    # -- representations (paper §4.2), first: see _fit_representations
+    represented = _fit_representations(reps, essays, text_col)
+    empty_vectors: dict[str, int] = {}
+    for rname, (_, X) in represented.items():
+        empty_vectors[rname], note = _empty_vector_note(rname, X, ids)
+        if note is not None:
+            notes.append(note)
+    representation_warnings: list[dict[str, str]] = []
+    pair_warnings: dict[str, list[str]] = {}
 
     # -- interpretable features (paper §5.1.1)
     chosen = [f for f in FEATURE_NAMES]
@@ -939,13 +1203,8 @@ def audit(
     rows_glip: list[tuple[Any, ...]] = []
     group_warnings: dict[str, list[str]] = {}
     fitted_reps: dict[str, Any] = {}
-    for rname, rep in reps.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=UserWarning)
-            rep = clone(rep)
-            X = rep.fit_transform(essays)
-            fitted_reps[rname] = rep
-            X = X.to_numpy() if hasattr(X, "to_numpy") else X
+    for rname, (rep, X) in represented.items():
+        fitted_reps[rname] = rep
         tick(f"{rname}: representation")
         for mname, model in mods.items():
             if isinstance(model, dict):
@@ -971,6 +1230,9 @@ def audit(
                 f"({n:,} essays are too many to hold all pairs); every other pair metric "
                 f"uses all pairs."
             )
+        degenerate = _degenerate_distances(rname, d_sample)
+        if degenerate is not None:
+            representation_warnings.append({"representation": rname, "message": degenerate})
         edges, dens = _normalised_histogram(np.asarray(d_sample))
         rows_dist += [
             (rname, "distance", edges[k], edges[k + 1], dens[k]) for k in range(len(dens))
@@ -978,19 +1240,32 @@ def audit(
         series = {m: predictions[(rname, m)] for m in mods}
         series["human"] = y
         for sname, s in series.items():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", category=UserWarning)
-                lf_mm = lipschitz_fraction(
-                    Xpair,
-                    s,
-                    metric=metric,
-                    normalize="minmax",
-                    return_counts=True,
-                    n_jobs=n_jobs,
-                )
-                lf_max = lipschitz_fraction(
-                    Xpair, s, metric=metric, normalize="max", n_jobs=n_jobs
-                )
+            where = f"{rname}, human scores" if sname == "human" else f"{rname} + {sname}"
+            # the pair metrics' UserWarnings (e.g. all distances equal) are facts
+            # about this representation and these scores: kept as report notes
+            lf_mm = _noting(
+                pair_warnings,
+                where,
+                lipschitz_fraction,
+                Xpair,
+                s,
+                metric=metric,
+                normalize="minmax",
+                return_counts=True,
+                n_jobs=n_jobs,
+                keep=UserWarning,
+            )
+            lf_max = _noting(
+                pair_warnings,
+                where,
+                lipschitz_fraction,
+                Xpair,
+                s,
+                metric=metric,
+                normalize="max",
+                n_jobs=n_jobs,
+                keep=UserWarning,
+            )
             # return_counts=True: the fraction with its pair counts
             counts = cast(Mapping[str, Any], lf_mm)
             rows_lip.append((rname, sname, counts["fraction"], lf_max, counts["n_pairs"]))
@@ -998,7 +1273,7 @@ def audit(
                 # the same pairs and min-max scaling as lf_mm, split by group
                 glf = _noting(
                     group_warnings,
-                    f"{rname}, human scores" if sname == "human" else f"{rname} + {sname}",
+                    where,
                     group_lipschitz_fraction,
                     Xpair,
                     s,
@@ -1010,11 +1285,17 @@ def audit(
                 rows_glip += _group_lipschitz_rows(rname, sname, glf, n)
             # every bin needs two pairs: tiny corpora get fewer than 100 bins
             for n_bins in sorted({min(5, n * (n - 1) // 4), min(100, n * (n - 1) // 4)}):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", category=UserWarning)
-                    curve = score_distance_curve(
-                        Xpair, s, n_bins=n_bins, metric=metric, n_jobs=n_jobs
-                    )
+                curve = _noting(
+                    pair_warnings,
+                    where,
+                    score_distance_curve,
+                    Xpair,
+                    s,
+                    n_bins=n_bins,
+                    metric=metric,
+                    n_jobs=n_jobs,
+                    keep=UserWarning,
+                )
                 for b in range(len(curve["bin"])):
                     rows_curve.append(
                         (
@@ -1249,8 +1530,8 @@ def audit(
     tables["predictions"] = pred_frame
     if groups is not None:
         tables.update(_group_tables(predictions, y, groups, rows_glip, group_warnings))
-        for message, where in group_warnings.items():
-            notes.append(f"Group view: {message} ({'; '.join(where)}).")
+        for message, places in group_warnings.items():
+            notes.append(f"Group view: {message} ({'; '.join(places)}).")
     if perturbation_list is not None:
         tables.update(
             _perturbation_tables(
@@ -1270,12 +1551,22 @@ def audit(
     tick("tables")
     if bar is not None:
         bar.close()
+    for message, places in pair_warnings.items():
+        notes.append(f"Pair metrics: {message} ({'; '.join(places)}).")
+    if scale_source == "inferred":
+        notes.append(
+            f"Score scale {score_lo:g} to {score_hi:g} inferred from the human scores "
+            f"(their lowest and highest); declare it with score_range=(low, high) "
+            f"(--score-range low,high) when the rubric's scale is wider."
+        )
 
     meta = {
         "title": title or "Individual-fairness audit",
         "n_essays": n,
         "score_min": float(y.min()),
         "score_max": float(y.max()),
+        "score_range": [score_lo, score_hi],
+        "score_range_source": scale_source,
         "text_col": text_col,
         "score_col": score_col,
         "rater_cols": (
@@ -1304,6 +1595,8 @@ def audit(
         ),
         "seconds": round(time.time() - started, 1),
         "notes": notes,
+        "warnings": representation_warnings,
+        "empty_vectors": empty_vectors,
     }
     return AuditResult(tables, meta)
 
@@ -1445,6 +1738,7 @@ class AuditResult:
         for item in self.meta["omitted_features"]:
             lines.append(f"note: {item['feature']} left out: {item['reason']}")
         lines += [f"note: {t}" for t in self.meta["notes"]]
+        lines += [f"warning: {w['message']}" for w in self.meta.get("warnings") or []]
         return "\n".join(lines)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -1496,19 +1790,57 @@ class AuditResult:
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write ``report.html``, ``results.json`` and ``tables/*.csv`` into ``folder``.
 
-        The folder must exist; the command line writes into a temporary sibling
-        and renames it, so an interrupted run never leaves a complete-looking report.
+        The report is written into a sibling ``.FOLDER.partial-*`` and renamed to
+        ``folder`` when complete, with a marker file ``.fairaes-report`` listing
+        what was written; an earlier report of ours at ``folder`` is replaced
+        (renamed aside, then deleted), so ``folder`` holds either the old or the
+        new complete report. A process killed between the two renames leaves the
+        old report in ``.FOLDER.old-*``; the next save or ``fairaes`` run on
+        ``folder`` puts it back (see ``sklearn_fairaes.report._output``). The
+        folder and files get the user's umask. CSV cells that begin with ``=``,
+        ``+``, ``-``, ``@``, a tab or a carriage return get a leading ``'`` so that
+        spreadsheets show them as text; ``results.json`` keeps the raw text.
 
         Parameters
         ----------
         folder : str or path-like
-            An existing folder; files of the same names in it are replaced.
-        """
-        from pathlib import Path
+            A missing or empty folder, or an earlier report of ours holding
+            only the files it wrote. Anything else is refused: files of other
+            programs are never deleted.
 
-        folder = Path(folder)
-        (folder / "tables").mkdir(parents=True, exist_ok=True)
+        Raises
+        ------
+        ValueError
+            If ``folder`` is a file, a folder that is not a report of ours or
+            holds other files, the current or home folder, or is being written
+            by another run.
+        OSError
+            If a file cannot be written (e.g. the disk is full); ``folder`` is
+            then unchanged.
+        """
+        from ._output import claim_folder
+
+        claim = claim_folder(folder, force=True, option="folder")
+        try:
+            claim.commit(self._write_files)
+        finally:
+            claim.release()
+
+    def _write_files(self, folder: Path) -> list[str]:
+        """Write the report's files into the new folder ``folder``; return their names."""
+        from ._output import neutralise_formulas, pause
+
+        written = []
+        (folder / "tables").mkdir()
         for name, frame in self.tables.items():
-            frame.to_csv(folder / "tables" / f"{name}.csv", index=False)
+            # a spreadsheet would run "=cmd|..." in an essay or id as a formula
+            path = folder / "tables" / f"{name}.csv"
+            neutralise_formulas(frame).to_csv(path, index=False)
+            written.append(f"tables/{name}.csv")
+            pause("between-files")
         self.to_json(folder / "results.json")
+        written.append("results.json")
+        pause("between-files")
         self.to_html(folder / "report.html")
+        written.append("report.html")
+        return written
