@@ -38,7 +38,7 @@ from .metrics import (
     standardized_mean_difference,
     weighted_rmse,
 )
-from .model_selection import FairGridSearchCV, FairRandomizedSearchCV
+from .model_selection import FairGridSearchCV, FairRandomizedSearchCV, fair_refit
 from .paraphrase import WordNetParaphraser
 from .perturb import PERTURBATION_NAMES, perturbation_audit
 from .report import AuditResult, audit
@@ -102,4 +102,5 @@ __all__ = [
     # model selection
     "FairGridSearchCV",
     "FairRandomizedSearchCV",
+    "fair_refit",
 ]

@@ -9,7 +9,6 @@ from sklearn.pipeline import make_pipeline
 
 import sklearn_fairaes as sf
 from sklearn_fairaes.model_selection import FairnessConstraintWarning, pareto_front
-from sklearn_fairaes.model_selection._search import _SelectionRule
 
 
 def _results(qwk, lf):
@@ -17,23 +16,27 @@ def _results(qwk, lf):
 
 
 def test_constrained_rule_picks_best_feasible():
-    rule = _SelectionRule("qwk", ["lf"], {"lf": 0.9}, "constrained", {})
-    assert rule(_results([0.80, 0.75, 0.70, 0.74], [0.85, 0.95, 0.99, 0.95])) == 1
-    assert rule.info["feasible"].tolist() == [False, True, True, True]
+    rule = sf.fair_refit(agreement="qwk", constraints={"lf": 0.9})
+    res = _results([0.80, 0.75, 0.70, 0.74], [0.85, 0.95, 0.99, 0.95])
+    assert rule(res) == 1
+    assert rule.explain(res)["feasible"].tolist() == [False, True, True, True]
 
 
 def test_constrained_rule_falls_back_to_least_violation():
-    rule = _SelectionRule("qwk", ["lf"], {"lf": 0.99}, "constrained", {})
-    assert rule(_results([0.8, 0.7, 0.75], [0.90, 0.97, 0.97])) == 2  # tie: higher qwk
-    assert "violates them least" in rule.info["warning"]
+    rule = sf.fair_refit(agreement="qwk", constraints={"lf": 0.99})
+    res = _results([0.8, 0.7, 0.75], [0.90, 0.97, 0.97])
+    with pytest.warns(FairnessConstraintWarning, match="violates them least"):
+        assert rule(res) == 2  # tie: higher qwk
 
 
 def test_pareto_and_weighted_rules():
     res = _results([0.80, 0.75, 0.70, 0.60], [0.85, 0.95, 0.99, 0.90])
-    rule = _SelectionRule("qwk", ["lf"], {}, "pareto", {})
+    rule = sf.fair_refit(agreement="qwk", selection="pareto")
     assert rule(res) == 0
-    assert rule.info["front"].tolist() == [0, 1, 2]
-    w = _SelectionRule("qwk", ["lf"], {}, "weighted", {"qwk": 0.2, "lf": 0.8})
+    assert rule.explain(res)["front"].tolist() == [0, 1, 2]
+    w = sf.fair_refit(
+        agreement="qwk", selection="weighted", weights={"qwk": 0.2, "lf": 0.8}
+    )
     # 0.2*q + 0.8*f: 0.84, 0.91, 0.932, 0.84
     assert w(res) == 2
 

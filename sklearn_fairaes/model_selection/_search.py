@@ -1,19 +1,28 @@
 """Fairness-aware model selection on top of scikit-learn's own searches.
 
 The paper (§5.4) chooses a representation and a model that balance agreement
-with human raters against individual fairness. ``FairGridSearchCV`` and
-``FairRandomizedSearchCV`` are ``GridSearchCV`` / ``RandomizedSearchCV`` with
-multi-metric scoring; the only addition is the rule that picks the candidate,
-which is handed to sklearn as its callable ``refit``. Everything else (cross-
-validation, parallelism through joblib or Dask, ``cv_results_``, refitting,
-metadata routing) is sklearn's code.
+with human raters against individual fairness. The choice is a *refit rule*:
+:func:`fair_refit` builds one, and any sklearn search with a dict ``scoring``
+takes it as its callable ``refit`` (sklearn's own mechanism for a custom
+selection). ``FairGridSearchCV`` and ``FairRandomizedSearchCV`` are thin
+conveniences over ``GridSearchCV`` / ``RandomizedSearchCV``: they build the
+rule from their parameters, run sklearn's search with it, and add the
+fairness columns. They never assign their own parameters during ``fit`` (a
+search object may be fitted from several threads, and sklearn code that runs
+later reads ``refit``). Everything else (cross-validation, parallelism through
+joblib or Dask, ``cv_results_``, refitting, metadata routing) is sklearn's
+code.
+
+``HalvingGridSearchCV`` and ``HalvingRandomSearchCV`` take a single metric
+only, and pick the best candidate of their last iteration whatever ``refit``
+is, so a fairness rule cannot steer them; use a full search.
 """
 
 from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
@@ -26,7 +35,9 @@ if TYPE_CHECKING:
 __all__ = [
     "FairGridSearchCV",
     "FairRandomizedSearchCV",
+    "FairRefit",
     "FairnessConstraintWarning",
+    "fair_refit",
     "pareto_front",
 ]
 
@@ -38,9 +49,9 @@ _Search = TypeVar("_Search", bound="_FairSearchMixin")
 class FairnessConstraintWarning(UserWarning):
     """No candidate met the fairness constraints; the least violating one was chosen.
 
-    Raised by :class:`FairGridSearchCV` and :class:`FairRandomizedSearchCV`
-    with ``selection="constrained"``; the message gives the total shortfall of
-    the chosen candidate.
+    Raised by :func:`fair_refit` rules (and so by :class:`FairGridSearchCV`
+    and :class:`FairRandomizedSearchCV`) with ``selection="constrained"``; the
+    message gives the total shortfall of the chosen candidate.
 
     Examples
     --------
@@ -93,44 +104,214 @@ def pareto_front(scores: ArrayLike) -> NDArray[np.int_]:
     return np.asarray(front, dtype=int)
 
 
-class _SelectionRule:
-    """The callable ``refit`` handed to sklearn: cv_results_ -> best index.
+def _check_constraints(constraints: Mapping[str, Any] | None) -> dict[str, float]:
+    if constraints is None:
+        return {}
+    if not isinstance(constraints, Mapping):
+        raise TypeError(
+            f"constraints must be a dict of scorer name -> smallest acceptable mean "
+            f"score, e.g. {{'lipschitz_fraction': 0.95}}; got {type(constraints).__name__}"
+        )
+    checked = {}
+    for name, bound in constraints.items():
+        if (
+            not isinstance(bound, numbers.Real)
+            or isinstance(bound, bool)
+            # numbers.Real declares no comparison with float; compare as is
+            or not 0.0 <= cast(float, bound) <= 1.0
+        ):
+            raise ValueError(
+                f"fairness constraint for {name!r} must be a number in [0, 1] (the "
+                f"smallest acceptable mean score), got {bound!r}"
+            )
+        checked[str(name)] = float(bound)
+    return checked
 
-    It also records what it saw (feasible set, violations, front), so the
-    search can expose them after ``fit``.
+
+def _check_weights(weights: Mapping[str, Any] | None) -> dict[str, float] | None:
+    if weights is None:
+        return None
+    if not isinstance(weights, Mapping):
+        raise TypeError(
+            f"weights must be a dict of scorer name -> weight, got {type(weights).__name__}"
+        )
+    checked = {}
+    for name, w in weights.items():
+        if (
+            not isinstance(w, numbers.Real)
+            or isinstance(w, bool)
+            or not np.isfinite(float(w))
+        ):
+            raise ValueError(f"weight of {name!r} must be a finite number, got {w!r}")
+        checked[str(name)] = float(w)
+    return checked
+
+
+class FairRefit:
+    """A fairness-aware refit rule: ``rule(cv_results) -> index of the chosen candidate``.
+
+    Built by :func:`fair_refit` (see there for the parameters and the
+    selection rules); pass it as ``refit=`` to ``GridSearchCV`` or
+    ``RandomizedSearchCV`` with a dict ``scoring``. It keeps no state between
+    calls, so one rule may serve several searches, in several threads, and
+    it pickles.
+
+    Parameters
+    ----------
+    agreement : str or None
+        Name of the agreement scorer to maximise; None: the only scorer that
+        is not a fairness scorer.
+    fairness : list of str or None
+        Names of the fairness scorers; None: every scorer named in
+        ``constraints`` or ``weights``, or else every scorer but the
+        agreement one.
+    constraints : dict of str -> float
+        Smallest acceptable mean score of each named fairness scorer.
+    selection : {"constrained", "pareto", "weighted"}
+        The selection rule.
+    weights : dict of str -> float or None
+        Weights of ``selection="weighted"``; None: equal weights.
+
+    See Also
+    --------
+    fair_refit : Builds and validates the rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.model_selection import fair_refit
+    >>> rule = fair_refit(agreement="qwk", constraints={"lf": 0.9})
+    >>> rule
+    fair_refit(agreement='qwk', constraints={'lf': 0.9})
+    >>> rule({"mean_test_qwk": np.array([0.8, 0.7]), "mean_test_lf": np.array([0.85, 0.95]),
+    ...       "params": [{}, {}]})
+    1
     """
 
     def __init__(
         self,
-        agreement: str,
-        fairness: list[str],
+        agreement: str | None,
+        fairness: list[str] | None,
         constraints: dict[str, float],
         selection: str,
-        weights: dict[str, float],
+        weights: dict[str, float] | None,
     ) -> None:
         self.agreement = agreement
         self.fairness = fairness
         self.constraints = constraints
         self.selection = selection
         self.weights = weights
-        self.info: dict[str, Any] = {}
 
-    def _means(self, results: Mapping[str, Any], name: str) -> NDArray[np.float64]:
-        return np.asarray(results[f"mean_test_{name}"], dtype=float)
+    def __repr__(self) -> str:
+        parts = []
+        if self.agreement is not None:
+            parts.append(f"agreement={self.agreement!r}")
+        if self.fairness is not None:
+            parts.append(f"fairness={self.fairness!r}")
+        if self.constraints:
+            parts.append(f"constraints={self.constraints!r}")
+        if self.selection != "constrained":
+            parts.append(f"selection={self.selection!r}")
+        if self.weights is not None:
+            parts.append(f"weights={self.weights!r}")
+        return f"fair_refit({', '.join(parts)})"
 
-    def __call__(self, results: Mapping[str, Any]) -> int:
-        agree = self._means(results, self.agreement)
+    def _names(self, results: Mapping[str, Any]) -> tuple[str, list[str]]:
+        """The agreement scorer and the fairness scorers, checked against ``results``."""
+        scorers = sorted(
+            k[len("mean_test_") :] for k in results if k.startswith("mean_test_")
+        )
+        if scorers == ["score"] or len(scorers) < 2:
+            raise ValueError(
+                f"fair_refit needs a search with a dict scoring of an agreement scorer "
+                f"and fairness scorers (e.g. scoring={{'qwk': ..., "
+                f"'lipschitz_fraction': ...}}); cv_results_ has the scores {scorers}"
+            )
+        named = set(self.constraints) | set(self.weights or {}) | set(self.fairness or [])
+        for name in sorted(named | ({self.agreement} if self.agreement else set())):
+            if name not in scorers:
+                raise ValueError(
+                    f"fair_refit names {name!r}, which is not a scorer of this search; "
+                    f"the scorers are {scorers}"
+                )
+        agreement = self.agreement
+        if agreement is None:
+            others = [s for s in scorers if s not in named]
+            if len(others) != 1:
+                raise ValueError(
+                    f"cannot tell which scorer measures agreement among {others}; pass "
+                    f"fair_refit(agreement='<name of the agreement scorer>')"
+                )
+            agreement = others[0]
+        if agreement in self.constraints or agreement in (self.fairness or []):
+            raise ValueError(
+                f"fair_refit names the agreement scorer {agreement!r} as a fairness "
+                f"scorer; constrain fairness scorers only"
+            )
+        if self.fairness is not None:
+            fairness = sorted(set(self.fairness) | set(self.constraints))
+        elif self.constraints or self.weights:
+            fairness = sorted(
+                (set(self.constraints) | set(self.weights or {})) - {agreement}
+            )
+        else:
+            fairness = [s for s in scorers if s != agreement]
+        if not fairness:
+            raise ValueError(
+                "fair_refit found no fairness scorer; add one such as "
+                "sf.make_fairness_scorer('lipschitz_fraction', representation=...) to "
+                "scoring"
+            )
+        return agreement, fairness
+
+    def explain(self, cv_results: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply the rule and return what it saw, without warning.
+
+        Parameters
+        ----------
+        cv_results : dict
+            A search's ``cv_results_``.
+
+        Returns
+        -------
+        info : dict
+            ``best_index`` (int), ``agreement`` (str), ``fairness`` (list of
+            str), ``violation`` (total shortfall per candidate),
+            ``feasible`` (bool per candidate), ``front`` (indices of the
+            Pareto front), ``weighted_score`` (with ``selection="weighted"``)
+            and ``warning`` (a message when no candidate meets the
+            constraints).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_fairaes.model_selection import fair_refit
+        >>> info = fair_refit(agreement="qwk", selection="pareto").explain(
+        ...     {"mean_test_qwk": np.array([0.8, 0.7, 0.6]),
+        ...      "mean_test_lf": np.array([0.85, 0.95, 0.9])})
+        >>> info["agreement"], info["front"].tolist(), info["best_index"]
+        ('qwk', [0, 1], 0)
+        """
+        agreement, fairness = self._names(cv_results)
+
+        def means(name: str) -> NDArray[np.float64]:
+            return np.asarray(cv_results[f"mean_test_{name}"], dtype=float)
+
+        agree = means(agreement)
         n = agree.shape[0]
         violation = np.zeros(n)
         for name, bound in self.constraints.items():
-            fair = self._means(results, name)
+            fair = means(name)
             violation += np.where(np.isnan(fair), np.inf, np.maximum(0.0, bound - fair))
         feasible = violation == 0
-        objectives = np.column_stack(
-            [agree] + [self._means(results, f) for f in self.fairness]
-        )
-        front = pareto_front(objectives)
-        self.info = {"violation": violation, "feasible": feasible, "front": front}
+        front = pareto_front(np.column_stack([agree] + [means(f) for f in fairness]))
+        info: dict[str, Any] = {
+            "agreement": agreement,
+            "fairness": fairness,
+            "violation": violation,
+            "feasible": feasible,
+            "front": front,
+        }
         # ties: the higher agreement, then the earlier candidate (sklearn's order)
         safe_agree = np.where(np.isnan(agree), -np.inf, agree)
         if self.selection == "constrained":
@@ -139,29 +320,156 @@ class _SelectionRule:
             else:
                 least = violation.min()
                 candidates = np.flatnonzero(violation == least)
-                self.info["warning"] = (
+                info["warning"] = (
                     f"no candidate meets the fairness constraints {self.constraints}; "
                     f"chose the one that violates them least (total shortfall "
                     f"{least:.4g}). Relax the constraints or widen the search."
                 )
-            return int(candidates[np.argmax(safe_agree[candidates])])
-        if self.selection == "pareto":
-            if front.size == 0:
-                return int(np.argmax(safe_agree))
-            return int(front[np.argmax(safe_agree[front])])
-        names = [self.agreement, *self.fairness]
-        total = np.zeros(n)
-        for name in names:
-            total += self.weights.get(name, 0.0) * np.nan_to_num(
-                self._means(results, name), nan=-np.inf
+            best = candidates[np.argmax(safe_agree[candidates])]
+        elif self.selection == "pareto":
+            best = (
+                np.argmax(safe_agree)
+                if front.size == 0
+                else front[np.argmax(safe_agree[front])]
             )
-        self.info["weighted_score"] = total
-        return int(np.argmax(total))
+        else:
+            names = [agreement, *fairness]
+            weights = self.weights or {k: 1.0 / len(names) for k in names}
+            total = np.zeros(n)
+            for name in names:
+                total += weights.get(name, 0.0) * np.nan_to_num(means(name), nan=-np.inf)
+            info["weighted_score"] = total
+            best = np.argmax(total)
+        info["best_index"] = int(best)
+        return info
+
+    def __call__(self, cv_results: Mapping[str, Any]) -> int:
+        """Return the index of the chosen candidate (what sklearn's ``refit`` calls).
+
+        Parameters
+        ----------
+        cv_results : dict
+            A search's ``cv_results_``.
+
+        Returns
+        -------
+        best_index : int
+            The chosen candidate; a :class:`FairnessConstraintWarning` when no
+            candidate meets the constraints.
+        """
+        info = self.explain(cv_results)
+        if "warning" in info:
+            warnings.warn(info["warning"], FairnessConstraintWarning, stacklevel=2)
+        return int(info["best_index"])
+
+
+def fair_refit(
+    *,
+    constraints: Mapping[str, float] | None = None,
+    selection: str = "constrained",
+    weights: Mapping[str, float] | None = None,
+    agreement: str | None = None,
+    fairness: Sequence[str] | None = None,
+) -> FairRefit:
+    """Make a fairness-aware refit rule for any scikit-learn search.
+
+    Pass the result as ``refit=`` of ``GridSearchCV`` or ``RandomizedSearchCV``
+    with a dict ``scoring`` of an agreement scorer (e.g.
+    ``sf.make_fairness_scorer("qwk")``) and fairness scorers (e.g.
+    ``"lipschitz_fraction"``). The search then refits the candidate the rule
+    picks. sklearn sets no ``best_score_`` for a callable ``refit``, and its
+    ``score()`` needs ``refit`` to be a scorer name; :class:`FairGridSearchCV`
+    gives both.
+
+    Parameters
+    ----------
+    constraints : dict of str -> float, default=None
+        Smallest acceptable mean (cross-validated) score of each named
+        fairness scorer, in [0, 1].
+    selection : {"constrained", "pareto", "weighted"}, default="constrained"
+        How the candidate is chosen:
+
+        - ``"constrained"``: the best agreement among candidates that meet every
+          constraint; if none does, a :class:`FairnessConstraintWarning` and the
+          candidate with the smallest total shortfall (ties: higher agreement).
+        - ``"pareto"``: among the Pareto front over agreement and every
+          fairness score, the one with the highest agreement.
+        - ``"weighted"``: the largest ``sum(w_k * mean_score_k)`` over the
+          agreement and fairness scorers, with ``weights`` (default: equal
+          weights). Scores are used as they are, so mind their scales.
+    weights : dict of str -> float, default=None
+        Weights for ``selection="weighted"``.
+    agreement : str, default=None
+        Name (in ``scoring``) of the agreement scorer to maximise; None: the
+        only scorer not named in ``constraints``, ``weights`` or ``fairness``.
+    fairness : list of str, default=None
+        Names of the fairness scorers; None: those named in ``constraints``
+        or ``weights``, or else every scorer but the agreement one.
+
+    Returns
+    -------
+    rule : FairRefit
+        Callable as ``rule(cv_results) -> int``; stateless and picklable.
+        Names are checked against the search's scorers when it is called.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``selection``, a constraint outside [0, 1],
+        ``selection="constrained"`` without constraints, or weights given
+        with another selection.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> import sklearn_fairaes as sf
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 4))
+    >>> y = np.clip(np.rint(X @ [1.0, 0.5, 0, 0] + 3), 0, 6)
+    >>> search = GridSearchCV(
+    ...     Ridge(), {"alpha": [0.1, 10.0, 1000.0]}, cv=3,
+    ...     scoring={"qwk": sf.make_fairness_scorer("qwk"),
+    ...              "lipschitz_fraction": sf.make_fairness_scorer("lipschitz_fraction")},
+    ...     refit=sf.fair_refit(constraints={"lipschitz_fraction": 0.5}),
+    ... ).fit(X, y)
+    >>> search.best_params_
+    {'alpha': 0.1}
+    """
+    if selection not in _SELECTIONS:
+        raise ValueError(
+            f"selection must be one of {sorted(_SELECTIONS)}, got {selection!r}"
+        )
+    checked = _check_constraints(constraints)
+    if selection == "constrained" and not checked:
+        raise ValueError(
+            "selection='constrained' needs constraints, e.g. "
+            "{'lipschitz_fraction': 0.95}; or use selection='pareto' or 'weighted'"
+        )
+    checked_weights = _check_weights(weights)
+    if checked_weights is not None and selection != "weighted":
+        raise ValueError(
+            f"weights are used only by selection='weighted', got selection={selection!r}"
+        )
+    if agreement is not None and not isinstance(agreement, str):
+        raise TypeError(
+            f"agreement must be the name of a scorer (str), got {type(agreement).__name__}"
+        )
+    names = None
+    if fairness is not None:
+        if isinstance(fairness, str) or not all(isinstance(f, str) for f in fairness):
+            raise TypeError("fairness must be a list of scorer names (str)")
+        names = sorted(fairness)
+    return FairRefit(agreement, names, checked, selection, checked_weights)
 
 
 class _FairSearchMixin:
     """What both fair searches add to sklearn's: validation and the selection rule."""
 
+    # the sklearn search this one runs (a fresh one per fit, never itself)
+    _search_class: type
+    _FAIR_PARAMS = ("fairness_constraints", "selection", "selection_weights")
     # set by the searches' __init__ (parameters) and by sklearn's fit
     scoring: Any
     refit: Any
@@ -170,13 +478,17 @@ class _FairSearchMixin:
     selection_weights: Mapping[str, float] | None
     cv_results_: dict[str, Any]
     best_index_: int
+    best_estimator_: Any
+    scorer_: Any
     # set by fit below
     agreement_scorer_: str
     fairness_scorers_: list[str]
     best_score_: float
     pareto_front_: NDArray[np.int_]
+    selection_rule_: FairRefit
 
-    def _fair_scorers(self) -> _SelectionRule:
+    def _fair_rule(self) -> FairRefit:
+        """The rule of this search's parameters, all checked before any work is done."""
         scoring = self.scoring
         if not isinstance(scoring, dict) or len(scoring) < 2:
             raise ValueError(
@@ -199,7 +511,7 @@ class _FairSearchMixin:
                     f"agreement scorer to maximise (e.g. 'qwk')"
                 )
             agreement = refit
-        elif refit is True:
+        elif isinstance(refit, bool) or callable(refit):
             found = sorted(n for n, k in kinds.items() if k == "agreement")
             if len(found) != 1:
                 raise ValueError(
@@ -209,11 +521,12 @@ class _FairSearchMixin:
             agreement = found[0]
         else:
             raise ValueError(
-                f"refit must be True or the name of the agreement scorer; got {refit!r} "
-                f"(the selection rule is the 'selection' parameter)"
+                f"refit must be True, False, a callable (as in sklearn) or the name of "
+                f"the agreement scorer; got {refit!r} (the selection rule is the "
+                f"'selection' parameter)"
             )
-        constraints: dict[str, Any] = dict(self.fairness_constraints or {})
-        for name, bound in constraints.items():
+        constraints = _check_constraints(self.fairness_constraints)
+        for name in constraints:
             if name not in scoring:
                 raise ValueError(
                     f"fairness_constraints names {name!r}, which is not a scorer of this "
@@ -223,16 +536,6 @@ class _FairSearchMixin:
                 raise ValueError(
                     f"fairness_constraints names the agreement scorer {name!r}; constrain "
                     f"fairness scorers only"
-                )
-            if (
-                not isinstance(bound, numbers.Real)
-                or isinstance(bound, bool)
-                # numbers.Real declares no comparison with float; compare as is
-                or not 0.0 <= cast(float, bound) <= 1.0
-            ):
-                raise ValueError(
-                    f"fairness constraint for {name!r} must be a number in [0, 1] (the "
-                    f"smallest acceptable mean score), got {bound!r}"
                 )
         fairness = sorted(
             n
@@ -253,19 +556,37 @@ class _FairSearchMixin:
                 "selection='constrained' needs fairness_constraints, e.g. "
                 "{'lipschitz_fraction': 0.95}; or use selection='pareto' or 'weighted'"
             )
-        given = self.selection_weights
-        if given is None:
-            names = [agreement, *fairness]
-            weights = {n: 1.0 / len(names) for n in names}
-        else:
-            unknown = sorted(set(given) - {agreement, *fairness})
+        weights = self.selection_weights
+        if weights is not None:
+            unknown = sorted(set(weights) - {agreement, *fairness})
             if unknown:
                 raise ValueError(
                     f"selection_weights names {unknown}, which are not agreement or "
                     f"fairness scorers of this search ({sorted([agreement, *fairness])})"
                 )
-            weights = {k: float(v) for k, v in given.items()}
-        return _SelectionRule(agreement, fairness, constraints, self.selection, weights)
+            if self.selection != "weighted":
+                # fair_refit refuses weights it would not use
+                weights = None
+        return fair_refit(
+            constraints=constraints,
+            selection=self.selection,
+            weights=weights,
+            agreement=agreement,
+            fairness=fairness,
+        )
+
+    def _sklearn_search(self, rule: FairRefit) -> Any:
+        """A new sklearn search with this one's parameters and sklearn's ``refit``.
+
+        ``refit=True`` or a scorer name becomes the rule; False and a user's
+        callable are passed on as they are, so sklearn treats them as it does.
+        """
+        params = cast(Any, self).get_params(deep=False)
+        for name in self._FAIR_PARAMS:
+            params.pop(name)
+        refit = self.refit
+        params["refit"] = rule if refit is True or isinstance(refit, str) else refit
+        return self._search_class(**params)
 
     def fit(self: _Search, X: Any, y: ArrayLike | None = None, **params: Any) -> _Search:
         """Run the search and select a candidate with the fairness rule.
@@ -284,25 +605,25 @@ class _FairSearchMixin:
         self : object
             The fitted search.
         """
-        rule = self._fair_scorers()  # all checks run before any work is done
-        user_refit = self.refit
-        # sklearn takes the selection rule through ``refit``; the user's value
-        # (the agreement scorer's name) is restored straight after, so
-        # get_params, clone and score() see what the user passed.
-        self.refit = rule
-        try:
-            # sklearn is untyped here, so mypy cannot see the search's own fit
-            cast(Any, super()).fit(X, y, **params)
-        finally:
-            self.refit = user_refit
-        info = rule.info
-        if "warning" in info:
-            warnings.warn(info["warning"], FairnessConstraintWarning, stacklevel=2)
-        self.agreement_scorer_ = rule.agreement
-        self.fairness_scorers_ = list(rule.fairness)
-        self.best_score_ = float(
-            self.cv_results_[f"mean_test_{rule.agreement}"][self.best_index_]
-        )
+        rule = self._fair_rule()  # all checks run before any work is done
+        # sklearn's search runs on its own object, so this one's parameters
+        # (refit above all) are never reassigned, even for a moment
+        search = self._sklearn_search(rule).fit(X, y, **params)
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, name)  # nothing stale from an earlier fit
+        for name, value in vars(search).items():
+            if name.endswith("_") and not name.startswith("_"):
+                setattr(self, name, value)
+        info = rule.explain(self.cv_results_)
+        self.selection_rule_ = rule
+        self.agreement_scorer_ = info["agreement"]
+        self.fairness_scorers_ = list(info["fairness"])
+        if hasattr(self, "best_index_"):
+            # sklearn sets no best_score_ for a callable refit; here it is the
+            # chosen candidate's mean agreement
+            self.best_score_ = float(
+                self.cv_results_[f"mean_test_{self.agreement_scorer_}"][self.best_index_]
+            )
         self.pareto_front_ = info["front"]
         self.cv_results_["constraint_violation"] = info["violation"]
         self.cv_results_["meets_constraints"] = info["feasible"]
@@ -312,6 +633,62 @@ class _FairSearchMixin:
         if "weighted_score" in info:
             self.cv_results_["weighted_score"] = info["weighted_score"]
         return self
+
+    def score(self, X: Any, y: ArrayLike | None = None, **params: Any) -> float:
+        """Return the agreement score of the refitted candidate on the given data.
+
+        sklearn's ``score`` of a multi-metric search uses the scorer named by
+        ``refit``; here that is the agreement scorer whatever ``refit`` is
+        (True, its name, or a callable).
+
+        Parameters
+        ----------
+        X : list of str, array-like or sparse matrix
+            Essays or features.
+        y : array-like of shape (n_samples,), default=None
+            Human scores.
+        **params : dict
+            Passed to the scorer; only with metadata routing enabled
+            (``sklearn.set_config(enable_metadata_routing=True)``).
+
+        Returns
+        -------
+        score : float
+            The agreement scorer's value.
+        """
+        from sklearn import get_config
+        from sklearn.utils.metadata_routing import process_routing
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "cv_results_")
+        if not self.refit:
+            raise AttributeError(
+                f"This {type(self).__name__} instance was initialized with refit=False; "
+                f"score is available only after refitting on the chosen parameters. "
+                f"Refit an estimator on best_params_ yourself, or pass refit=True"
+            )
+        if get_config()["enable_metadata_routing"]:
+            score_params = process_routing(self, "score", **params).scorer["score"]
+        elif params:
+            raise ValueError(
+                f"score got {sorted(params)}, which are passed on only with metadata "
+                f"routing: call sklearn.set_config(enable_metadata_routing=True) first"
+            )
+        else:
+            score_params = {}
+        scorer = self.scorer_[self.agreement_scorer_]
+        return float(scorer(self.best_estimator_, X, y, **score_params))
+
+    def get_metadata_routing(self) -> Any:
+        """Get the metadata routing of this search: that of the sklearn search it runs.
+
+        Returns
+        -------
+        routing : MetadataRouter
+            What ``fit`` and ``score`` pass on to the estimator, the scorers
+            and the splitter.
+        """
+        return self._sklearn_search(self._fair_rule()).get_metadata_routing()
 
     def summary_frame(self) -> pd.DataFrame:
         """Return one row per candidate: parameters, mean/std of every score, and flags.
@@ -403,10 +780,13 @@ _N_ITER_DOC = """\
         against the quality of the solution.
 """
 _REFIT_TO_PRE_DISPATCH_DOC = """\
-    refit : True or str, default=True
-        The agreement scorer to maximise (its name in ``scoring``); True when
-        exactly one scorer has ``kind == "agreement"``. The best candidate is
-        refitted on all the data, as sklearn does.
+    refit : bool, str or callable, default=True
+        True: refit, on all the data, the candidate the ``selection`` rule
+        picks, maximising the one scorer with ``kind == "agreement"``; a str:
+        the same, maximising the agreement scorer of that name. False and a
+        callable ``refit(cv_results) -> int`` behave as in sklearn (no
+        refit and no ``best_index_``; the callable's choice). The fairness
+        columns and ``pareto_front_`` are there in every case.
     cv : int, cross-validation generator or an iterable, default=None
         Determines the cross-validation splitting strategy: None for 5-fold, an
         int for that many folds (stratified for classifiers), or a splitter or
@@ -441,9 +821,12 @@ _ERROR_TO_END_DOC = """\
         sklearn's columns plus ``constraint_violation``, ``meets_constraints``,
         ``pareto_optimal`` (and ``weighted_score``).
     best_index_, best_params_, best_estimator_ :
-        The selected candidate.
+        The selected candidate (not with ``refit=False``, as in sklearn).
     best_score_ : float
-        Its mean agreement score.
+        Its mean agreement score (not with ``refit=False``).
+    selection_rule_ : FairRefit
+        The rule built from the parameters (see :func:`fair_refit`);
+        ``selection_rule_.explain(cv_results_)`` tells what it saw.
     pareto_front_ : ndarray of int
         Candidates on the Pareto front over agreement and fairness.
     agreement_scorer_ : str
@@ -454,6 +837,7 @@ _ERROR_TO_END_DOC = """\
 
 
 class FairGridSearchCV(_FairSearchMixin, GridSearchCV):
+    _search_class = GridSearchCV
     __doc__ = (
         """Grid search that selects for agreement under individual-fairness constraints.
 """
@@ -493,7 +877,7 @@ class FairGridSearchCV(_FairSearchMixin, GridSearchCV):
         fairness_constraints: Mapping[str, float] | None = None,
         selection: str = "constrained",
         selection_weights: Mapping[str, float] | None = None,
-        refit: bool | str = True,
+        refit: bool | str | Callable[[dict[str, Any]], int] = True,
         cv: int | Any | None = None,
         n_jobs: int | None = None,
         verbose: int = 0,
@@ -519,6 +903,7 @@ class FairGridSearchCV(_FairSearchMixin, GridSearchCV):
 
 
 class FairRandomizedSearchCV(_FairSearchMixin, RandomizedSearchCV):
+    _search_class = RandomizedSearchCV
     __doc__ = (
         """Randomized search that selects for agreement under fairness constraints.
 """
@@ -560,7 +945,7 @@ class FairRandomizedSearchCV(_FairSearchMixin, RandomizedSearchCV):
         selection: str = "constrained",
         selection_weights: Mapping[str, float] | None = None,
         n_iter: int = 10,
-        refit: bool | str = True,
+        refit: bool | str | Callable[[dict[str, Any]], int] = True,
         cv: int | Any | None = None,
         n_jobs: int | None = None,
         verbose: int = 0,
