@@ -169,6 +169,42 @@ def _score_points(
     return pos_true, pos_pred
 
 
+def _check_sample_weight(
+    sample_weight: ArrayLike | None, n_samples: int
+) -> NDArray[np.float64] | None:
+    """Non-negative weights, one per essay, not all zero (None stays None)."""
+    if sample_weight is None:
+        return None
+    w = check_scores(sample_weight, name="sample_weight", n_samples=n_samples)
+    negative = w < 0
+    if negative.any():
+        i = _first_bad(negative)
+        raise ValueError(
+            f"sample_weight must be non-negative; the weight at position {i} is "
+            f"{float(w[i])!r}"
+        )
+    if w.sum() == 0:
+        raise ValueError("sample_weight is all zeros; give at least one essay a weight")
+    return w
+
+
+def _weighted_var(
+    x: NDArray[np.float64], w: NDArray[np.float64] | None, ddof: int
+) -> np.floating[Any]:
+    """Variance with divisor ``n - ddof``; with weights, frequency weights:
+    ``sum(w * (x - mean_w) ** 2) / (sum(w) - ddof)``, which equals the
+    unweighted variance of ``x`` with each value repeated ``w`` times."""
+    if w is None:
+        return np.var(x, ddof=ddof)
+    total = w.sum()
+    if total <= ddof:
+        raise ValueError(
+            f"ddof={ddof} needs the weights to sum to more than {ddof}, got {total:g}"
+        )
+    mean = np.average(x, weights=w)
+    return np.sum(w * (x - mean) ** 2) / (total - ddof)
+
+
 def _check_replace_undefined_by(value: object) -> float:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         number = float(value)
@@ -184,12 +220,18 @@ def _kappa(
     b: NDArray[np.float64],
     replace_undefined_by: float,
     context: str,
+    w: NDArray[np.float64] | None = None,
 ) -> float:
     """Quadratic kappa of two vectors: 2 Cov / (Var a + Var b + (mean diff)^2).
 
     Population moments (ddof=0), so that on score points it equals Cohen's
-    quadratically weighted kappa exactly (Haberman 2019).
+    quadratically weighted kappa exactly (Haberman 2019). With weights the
+    moments are weighted, which equals Cohen's kappa of the weighted
+    confusion matrix (``cohen_kappa_score(sample_weight=w)``).
     """
+    if w is not None:
+        keep = w > 0  # a zero weight removes the essay
+        a, b, w = a[keep], b[keep], w[keep]
     if np.ptp(a) == 0 and np.ptp(b) == 0 and a[0] == b[0]:
         warnings.warn(
             f"QWK is undefined: {context} give every essay one and the same score, "
@@ -205,10 +247,12 @@ def _kappa(
     centre = (a.mean() + b.mean()) / 2
     scale = max(np.abs(a - centre).max(), np.abs(b - centre).max())
     a, b = (a - centre) / scale, (b - centre) / scale
-    ma, mb = a.mean(), b.mean()
+    ma, mb = np.average(a, weights=w), np.average(b, weights=w)
     da, db = a - ma, b - mb
-    cov = np.mean(da * db)
-    denominator = np.mean(da * da) + np.mean(db * db) + (ma - mb) ** 2
+    cov = np.average(da * db, weights=w)
+    denominator = (
+        np.average(da * da, weights=w) + np.average(db * db, weights=w) + (ma - mb) ** 2
+    )
     return float(2.0 * cov / denominator)
 
 
@@ -222,6 +266,7 @@ def qwk(
     labels: ArrayLike | None = None,
     rounding: Rounding = "round",
     replace_undefined_by: float = np.nan,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Quadratic weighted kappa between human and machine scores.
 
@@ -262,6 +307,11 @@ def qwk(
         Returned, with an :class:`~sklearn_fairaes.exceptions.UndefinedMetricWarning`,
         when both score vectors give one and the same score to every essay
         (no expected disagreement; this includes a one-point scale).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weight of each essay (not all zero), as in
+        ``cohen_kappa_score``: the moments are weighted, so an integer weight
+        counts as that many copies of the essay. The score scale still comes
+        from every essay.
 
     Returns
     -------
@@ -316,12 +366,15 @@ def qwk(
     _check_rounding(rounding)
     replace_undefined_by = _check_replace_undefined_by(replace_undefined_by)
     a, b = _check_pair(y_true, y_pred)
+    w = _check_sample_weight(sample_weight, a.shape[0])
     if rounding is None:
         if labels is not None:
             _check_labels(labels, rounding)
-        return _kappa(a, b, replace_undefined_by, "y_true and y_pred")
+        return _kappa(a, b, replace_undefined_by, "y_true and y_pred", w)
     pos_true, pos_pred = _score_points(a, b, labels, rounding)
-    return _kappa(pos_true, pos_pred, replace_undefined_by, "y_true and the rounded y_pred")
+    return _kappa(
+        pos_true, pos_pred, replace_undefined_by, "y_true and the rounded y_pred", w
+    )
 
 
 def mean_qwk(kappas: ArrayLike, weights: ArrayLike | None = None) -> float:
@@ -451,6 +504,7 @@ def agreement_rate(
     tolerance: float = 0,
     labels: ArrayLike | None = None,
     rounding: Rounding = "round",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Fraction of essays whose machine score is within ``tolerance`` of the human's.
 
@@ -470,6 +524,9 @@ def agreement_rate(
     rounding : {"round", "truncate"} or None, default="round"
         How ``y_pred`` is mapped onto the scale before comparing, as in
         :func:`qwk`; None compares the scores as given.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weight of each essay (not all zero); the rate is the
+        weighted fraction.
 
     Returns
     -------
@@ -490,11 +547,12 @@ def agreement_rate(
     if not tolerance >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
     a, b = _check_pair(y_true, y_pred, min_samples=1)
+    w = _check_sample_weight(sample_weight, a.shape[0])
     if rounding is not None:
         a, b = _score_points(a, b, labels, rounding)
     elif labels is not None:
         _check_labels(labels, rounding)
-    return float(np.mean(np.abs(a - b) <= tolerance))
+    return float(np.average(np.abs(a - b) <= tolerance, weights=w))
 
 
 def _pearson_r(a: NDArray[np.float64], b: NDArray[np.float64], context: str) -> float:
@@ -550,6 +608,7 @@ def standardized_mean_difference(
     ddof: int = 1,
     population_y_true_observed_sd: float | None = None,
     population_y_pred_sd: float | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Standardized mean difference between machine and human scores.
 
@@ -583,6 +642,10 @@ def standardized_mean_difference(
     population_y_pred_sd : float, default=None
         Population SD of the machine scores; required by ``"williamson"``,
         refused by the other methods.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weight of each essay (not all zero): weighted means, and
+        SDs with frequency weights (divisor ``sum(w) - ddof``), so an integer
+        weight counts as that many copies of the essay.
 
     Returns
     -------
@@ -608,6 +671,7 @@ def standardized_mean_difference(
         )
     a, b = _check_pair(y_true, y_pred)
     _check_ddof(ddof, a.shape[0])
+    w = _check_sample_weight(sample_weight, a.shape[0])
     sd_true = _check_population_value(
         population_y_true_observed_sd, "population_y_true_observed_sd", positive=True
     )
@@ -630,18 +694,21 @@ def standardized_mean_difference(
                 f"{name} is not used by method={method!r}; drop it, or use "
                 f"method='williamson' (both SDs) or method='johnson' (the human SD)"
             )
-    numerator = b.mean() - a.mean()
+    if w is not None:
+        keep = w > 0  # a zero weight removes the essay
+        a, b, w = a[keep], b[keep], w[keep]
+    numerator = np.average(b, weights=w) - np.average(a, weights=w)
     denominator: float | np.floating[Any]
     if method == "unpooled":
         if np.ptp(a) == 0:
             return _undefined_nan("SMD (unpooled) is undefined: y_true is constant")
-        denominator = np.std(a, ddof=ddof)
+        denominator = np.sqrt(_weighted_var(a, w, ddof))
     elif method == "pooled":
         if np.ptp(a) == 0 and np.ptp(b) == 0:
             return _undefined_nan(
                 "SMD (pooled) is undefined: y_true and y_pred are both constant"
             )
-        denominator = np.sqrt((np.var(a, ddof=ddof) + np.var(b, ddof=ddof)) / 2)
+        denominator = np.sqrt((_weighted_var(a, w, ddof) + _weighted_var(b, w, ddof)) / 2)
     elif method == "johnson":
         if sd_true == 0:
             return _undefined_nan(
