@@ -35,7 +35,7 @@ from sklearn.metrics._scorer import _BaseScorer
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_embeddings, check_essays
+from .._validation import check_embeddings, check_essays, check_scores
 from ._agreement import qwk, standardized_mean_difference
 from ._individual import lipschitz_fraction, score_distance_curve
 from ._ranking import paraphrase_ndcg
@@ -46,6 +46,17 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["make_fairness_scorer", "get_scorer", "get_scorer_names", "FairnessScorer"]
+
+
+def _qwk(y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> float:
+    # A search over a continuous target (averaged raters, a regression over a
+    # rescaled scale) gives real-valued human scores, which qwk's default
+    # rounding="round" refuses. The scorer rounds them to integer score points
+    # (halves to even) as it does the predictions, like SKLL's kappa, which
+    # RSMTool uses; pass rounding=None for the continuous QWK instead.
+    if kwargs.get("rounding", "round") == "round":
+        y_true = np.rint(check_scores(y_true, name="y_true"))
+    return qwk(y_true, y_pred, **kwargs)
 
 
 def _abs_smd(y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> float:
@@ -60,14 +71,54 @@ def _paraphrase_ndcg(X: Any, X_para: Any, **kwargs: Any) -> float:
     return paraphrase_ndcg(X, X_para, **kwargs)
 
 
-# name -> (function, kind, greater_is_better, needs)
-_REGISTRY: dict[str, tuple[Callable[..., Any], str, bool, str]] = {
-    "qwk": (qwk, "agreement", True, "scores"),
-    "neg_abs_smd": (_abs_smd, "agreement", False, "scores"),
-    "lipschitz_fraction": (lipschitz_fraction, "fairness", True, "pairs"),
-    "score_distance_trend": (_trend, "fairness", True, "pairs"),
-    "paraphrase_ndcg": (_paraphrase_ndcg, "fairness", True, "paraphrases"),
+# name -> (function, kind, greater_is_better, needs, the public metric whose
+# keywords the scorer takes)
+_REGISTRY: dict[str, tuple[Callable[..., Any], str, bool, str, Callable[..., Any]]] = {
+    "qwk": (_qwk, "agreement", True, "scores", qwk),
+    "neg_abs_smd": (_abs_smd, "agreement", False, "scores", standardized_mean_difference),
+    "lipschitz_fraction": (
+        lipschitz_fraction,
+        "fairness",
+        True,
+        "pairs",
+        lipschitz_fraction,
+    ),
+    "score_distance_trend": (_trend, "fairness", True, "pairs", score_distance_curve),
+    "paraphrase_ndcg": (
+        _paraphrase_ndcg,
+        "fairness",
+        True,
+        "paraphrases",
+        paraphrase_ndcg,
+    ),
 }
+# arguments the scorer itself supplies: never fixed keywords
+_SUPPLIED = {"sample_weight", "return_counts", "return_details"}
+# the paraphrase scorer samples essays: seeded by default, so that two
+# identical calls give the same value
+_DEFAULT_SEED = 0
+
+
+def _keywords(func: Callable[..., Any]) -> list[str] | None:
+    """The keyword options of a metric (None when it takes any: ``**kwargs``)."""
+    import inspect
+
+    params = list(inspect.signature(func).parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    # the first two parameters are the data (y_true/X and y_pred/X_paraphrased)
+    return sorted(
+        p.name
+        for p in params[2:]
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in _SUPPLIED
+    )
+
+
+def _accepts_sample_weight(func: Callable[..., Any]) -> bool:
+    import inspect
+
+    params = inspect.signature(func).parameters.values()
+    return any(p.name == "sample_weight" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def get_scorer_names() -> list[str]:
@@ -141,6 +192,13 @@ class FairnessScorer(_BaseScorer):
         essays being scored.
     name : str, default=None
         Name of the metric, shown in messages and in the repr.
+    text_column : str, int or callable, default=None
+        Where the essays are in ``X`` when ``X`` is a DataFrame or a 2-D
+        array (the input of a ColumnTransformer): a column name, a column
+        position, or a function ``X -> essays``. None: ``X`` is the essays.
+    weighted : bool, default=False
+        Whether the metric takes ``sample_weight`` (routed as metadata after
+        ``set_score_request(sample_weight=True)``).
 
     Examples
     --------
@@ -164,12 +222,16 @@ class FairnessScorer(_BaseScorer):
         needs: str,
         representation: Any = None,
         name: str | None = None,
+        text_column: str | int | Callable[[Any], Any] | None = None,
+        weighted: bool = False,
     ) -> None:
         super().__init__(score_func, sign, kwargs, response_method="predict")
         self.kind = kind
         self._needs = needs
         self._representation = representation
         self._name = name
+        self._text_column = text_column
+        self._weighted = weighted
 
     def __repr__(self) -> str:
         rep = (
@@ -177,17 +239,54 @@ class FairnessScorer(_BaseScorer):
             if self._representation is None
             else f", representation={self._representation!r}"
         )
+        if self._text_column is not None:
+            rep += f", text_column={self._text_column!r}"
         kw = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())
         return f"make_fairness_scorer({self._name!r}{rep}{kw})"
+
+    def _essays(self, X: Any) -> list[str]:
+        """The essays of ``X``: ``X`` itself, or its ``text_column``."""
+        column = self._text_column
+        if column is None:
+            if hasattr(X, "columns") and getattr(X, "shape", (0, 1))[1] != 1:
+                raise ValueError(
+                    f"scorer {self._name!r} received a DataFrame with {X.shape[1]} "
+                    f"columns; pass text_column='<name of the essay column>' to "
+                    f"make_fairness_scorer so that it can find the essays"
+                )
+            return check_essays(X)
+        if callable(column):
+            return check_essays(column(X), name=f"text_column({type(X).__name__})")
+        if hasattr(X, "columns"):
+            if column not in X.columns:
+                known = sorted(map(str, X.columns))
+                shown = known if len(known) <= 10 else [*known[:10], "..."]
+                raise ValueError(
+                    f"text_column={column!r} is not a column of X (columns: {shown}); "
+                    f"pass the name of the column that holds the essays"
+                )
+            return check_essays(X[column], name=f"X[{column!r}]")
+        array = np.asarray(X, dtype=object)
+        if array.ndim != 2 or not isinstance(column, int):
+            raise ValueError(
+                f"text_column={column!r} needs X to be a DataFrame (a column name) or a "
+                f"2-D array (a column position); got {type(X).__name__} of "
+                f"{array.ndim} dimension(s)"
+            )
+        if not -array.shape[1] <= column < array.shape[1]:
+            raise ValueError(
+                f"text_column={column} is out of range for X with {array.shape[1]} columns"
+            )
+        return check_essays(array[:, column], name=f"X[:, {column}]")
 
     def _task_matrix(self, X: Any, embeddings: Any, estimator: Any = None) -> Any:
         if embeddings is not None:
             return check_embeddings(embeddings, name="embeddings")
         if self._representation is not None:
-            return _represent(self._representation, check_essays(X))
+            return _represent(self._representation, self._essays(X))
         if estimator is not None and self._needs == "paraphrases":
             return None
-        if _is_text(X):
+        if self._text_column is not None or _is_text(X):
             raise ValueError(
                 f"scorer {self._name!r} received raw essays but has no task "
                 f"representation; pass representation= (e.g. "
@@ -197,6 +296,12 @@ class FairnessScorer(_BaseScorer):
         return X
 
     def _model_representation(self, estimator: Any, essays: Sequence[str]) -> Any:
+        if self._text_column is not None:
+            raise ValueError(
+                "paraphrase_ndcg with text_column= cannot run the model's own "
+                "representation on paraphrases (its input has other columns); pass "
+                "representation= to make_fairness_scorer"
+            )
         if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
             raise ValueError(
                 "paraphrase_ndcg scores a representation: pass representation= to "
@@ -216,6 +321,14 @@ class FairnessScorer(_BaseScorer):
     ) -> float:
         embeddings = kwargs.pop("embeddings", None)
         paraphrases = kwargs.pop("paraphrases", None)
+        if kwargs.get("sample_weight") is not None and not self._weighted:
+            raise TypeError(
+                f"scorer {self._name!r} has no weighted form and takes no "
+                f"sample_weight; call set_score_request(sample_weight=False) on it "
+                f"(the weighted scorers are 'qwk' and 'neg_abs_smd')"
+            )
+        if not self._weighted:
+            kwargs.pop("sample_weight", None)
         scoring_kwargs = {**self._kwargs, **kwargs}
         if self._needs == "paraphrases":
             if paraphrases is None:
@@ -224,7 +337,7 @@ class FairnessScorer(_BaseScorer):
                     "scorer.set_score_request(paraphrases=True) and pass "
                     "paraphrases=... to fit/cross_validate (metadata routing)"
                 )
-            essays = check_essays(X)
+            essays = self._essays(X)
             para = check_essays(paraphrases, name="paraphrases")
             if self._representation is not None:
                 fitted = _fitted(self._representation, essays)
@@ -249,6 +362,7 @@ def make_fairness_scorer(
     metric: str | Callable[..., float],
     *,
     representation: Any = None,
+    text_column: str | int | Callable[[Any], Any] | None = None,
     greater_is_better: bool | None = None,
     **kwargs: Any,
 ) -> FairnessScorer:
@@ -264,17 +378,38 @@ def make_fairness_scorer(
     representation : transformer, default=None
         The task representation for pair metrics (see the module docs). An
         unfitted one is fitted on the essays being scored.
+    text_column : str, int or callable, default=None
+        Where ``representation`` finds the essays when the model's input
+        ``X`` is a DataFrame (e.g. for a ColumnTransformer over an essay
+        column and numeric columns): a column name, a column position (2-D
+        array), or a function ``X -> essays``. None: ``X`` is the essays.
     greater_is_better : bool, default=None
         Only for functions; names know their direction. ``False`` negates.
     **kwargs
-        Passed to the metric on every call (e.g. ``normalize="max"``).
+        Passed to the metric on every call (e.g. ``normalize="max"``); checked
+        against the metric's keywords here, so a typo fails at once.
+        ``"paraphrase_ndcg"`` samples essays with ``random_state=0`` unless
+        given another. The ``"qwk"`` scorer rounds real-valued human scores
+        to integer score points (halves to even) as it rounds the
+        predictions, as SKLL's kappa (used by RSMTool) does; pass
+        ``rounding=None`` for the continuous QWK.
 
     Returns
     -------
     scorer : FairnessScorer
         Callable as ``scorer(estimator, X, y)``; ``scorer.kind`` is
         ``"agreement"`` or ``"fairness"``. To use precomputed task embeddings,
-        enable metadata routing and call ``scorer.set_score_request(embeddings=True)``.
+        enable metadata routing and call ``scorer.set_score_request(embeddings=True)``;
+        the agreement scorers (and functions with a ``sample_weight``
+        parameter) take ``sample_weight`` the same way.
+
+    Raises
+    ------
+    TypeError
+        On a keyword the metric does not take (the message lists the valid
+        ones), or a representation without ``transform``.
+    ValueError
+        On an unknown metric name.
 
     Examples
     --------
@@ -300,8 +435,10 @@ def make_fairness_scorer(
                 f"greater_is_better is fixed for named metrics ({metric!r}); pass it only "
                 f"with a function"
             )
-        func, kind, gib, needs = _REGISTRY[metric]
+        func, kind, gib, needs, public = _REGISTRY[metric]
         name = metric
+        if needs == "paraphrases":
+            kwargs.setdefault("random_state", _DEFAULT_SEED)
     elif callable(metric):
         import inspect
 
@@ -310,8 +447,30 @@ def make_fairness_scorer(
         kind = "fairness" if needs == "pairs" else "agreement"
         func, gib = metric, True if greater_is_better is None else bool(greater_is_better)
         name = getattr(metric, "__name__", repr(metric))
+        public = metric
     else:
         raise TypeError(f"metric must be a name or a function, got {type(metric).__name__}")
+    valid = _keywords(public)
+    if valid is not None:
+        unknown = sorted(set(kwargs) - set(valid))
+        if unknown:
+            raise TypeError(
+                f"make_fairness_scorer({name!r}) got unexpected keyword(s) {unknown}; "
+                f"the metric's keywords are {valid}"
+            )
+    if text_column is not None:
+        if needs == "scores":
+            raise ValueError(
+                f"{name!r} compares predictions with human scores and reads no essays; "
+                f"drop text_column"
+            )
+        if not (callable(text_column) or isinstance(text_column, (str, int))) or (
+            isinstance(text_column, bool)
+        ):
+            raise TypeError(
+                f"text_column must be a column name (str), a column position (int) or "
+                f"a function X -> essays, got {type(text_column).__name__}"
+            )
     if representation is not None and not hasattr(representation, "transform"):
         raise TypeError(
             f"representation must be a transformer with fit/transform (e.g. "
@@ -329,6 +488,8 @@ def make_fairness_scorer(
         needs=needs,
         representation=representation,
         name=name,
+        text_column=text_column,
+        weighted=_accepts_sample_weight(public),
     )
 
 
