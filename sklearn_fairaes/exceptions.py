@@ -13,6 +13,7 @@ from .resources import ResourceNotFoundError
 
 __all__ = [
     "CacheCorruptionWarning",
+    "CacheWriteWarning",
     "LongTextWarning",
     "ResourceNotFoundError",
     "UndefinedMetricWarning",
@@ -47,5 +48,23 @@ class CacheCorruptionWarning(UserWarning):
     ...     warnings.simplefilter("always")
     ...     warnings.warn("cache entry unreadable; recomputed", CacheCorruptionWarning)
     >>> caught[0].category is CacheCorruptionWarning
+    True
+    """
+
+
+class CacheWriteWarning(UserWarning):
+    """The embedding cache folder cannot be written; new entries stay in memory.
+
+    Emitted once per cache object: entries already in the folder are still
+    read, and results are unchanged, only not kept for the next process.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_fairaes.exceptions import CacheWriteWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("cache folder is read-only", CacheWriteWarning)
+    >>> caught[0].category is CacheWriteWarning
     True
     """

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -404,6 +405,42 @@ def resolve_sbert_model(model: str | os.PathLike[str] = "all-MiniLM-L6-v2") -> s
         if path is not None:
             return str(path)
     return text
+
+
+#: Files of a Sentence-BERT folder that change what it computes: the
+#: configuration and tokenizer files (JSON, vocabularies, SentencePiece models)
+#: and the PyTorch weights. Other frameworks' weights (ONNX, TensorFlow, Flax)
+#: and the model card are not loaded and not listed.
+_SBERT_FILE_SUFFIXES = (".json", ".txt", ".model", ".safetensors", ".bin", ".pt", ".pth")
+_SBERT_NOT_LOADED = frozenset({"README.md", ".gitattributes", "data_config.json"})
+
+
+def _sbert_model_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The files of a saved Sentence-BERT model that its output depends on.
+
+    Those of the folder itself and of each module folder that ``modules.json``
+    lists (``1_Pooling/config.json``, say), sorted, not recursing elsewhere (a
+    hub snapshot's ``onnx/`` or ``openvino/`` copies are not what is loaded).
+    """
+    root = Path(folder)
+    dirs = [root]
+    try:
+        modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
+        for module in modules if isinstance(modules, list) else []:
+            sub = module.get("path") if isinstance(module, dict) else None
+            if isinstance(sub, str) and sub and (root / sub).is_dir():
+                dirs.append(root / sub)
+    except (OSError, ValueError):  # no modules.json: a plain transformer folder
+        pass
+    files = {
+        entry
+        for d in dirs
+        for entry in d.iterdir()
+        if entry.is_file()
+        and entry.suffix in _SBERT_FILE_SUFFIXES
+        and entry.name not in _SBERT_NOT_LOADED
+    }
+    return sorted(files)
 
 
 def resolve_laser_files(

@@ -9,7 +9,6 @@ then the BiLSTM encoder max-pooled over time (1024 dimensions for the released
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import threading
@@ -21,7 +20,7 @@ from numpy.typing import NDArray
 
 from ..resources import ResourceNotFoundError, require, resolve_laser_files
 from ._base import _BaseEssayEncoder
-from ._cache import EmbeddingCache
+from ._cache import EmbeddingCache, file_sha256
 
 __all__ = ["LaserEncoder", "load_laser", "split_sentences"]
 
@@ -32,8 +31,6 @@ _Signature = tuple[str, int, int]
 
 # (signatures of the files, max_tokens) -> laserembeddings.Laser
 _LASERS: dict[tuple[tuple[_Signature, ...], int], Any] = {}
-# signature -> SHA-256 hex digest
-_DIGESTS: dict[_Signature, str] = {}
 _LOCK = threading.Lock()
 
 # A period after one of these does not end a sentence ("Dr. Smith", "e.g. this").
@@ -114,18 +111,9 @@ def _signature(path: str | os.PathLike[str]) -> _Signature:
 
 def _fingerprint(path: str | os.PathLike[str]) -> dict[str, str | int]:
     """Name, size and SHA-256 of a model file, hashed once per process and version."""
-    sig = _signature(path)
-    with _LOCK:
-        digest = _DIGESTS.get(sig)
-    if digest is None:
-        # hashlib.file_digest is Python >= 3.11; this reads the same bytes
-        sha = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                sha.update(block)
-        digest = sha.hexdigest()
-        with _LOCK:
-            _DIGESTS[sig] = digest
+    sig = _signature(path)  # a missing file: ResourceNotFoundError, saying why
+    # the package's one file hasher, shared with Sentence-BERT's fingerprint
+    digest = file_sha256(path)
     return {"name": os.path.basename(path), "size": sig[1], "sha256": digest}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import warnings
@@ -11,16 +12,72 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..exceptions import LongTextWarning
-from ..resources import require, resolve_sbert_model
+from ..resources import _sbert_model_files, require, resolve_sbert_model
 from ._base import _BaseEssayEncoder
-from ._cache import EmbeddingCache
+from ._cache import EmbeddingCache, file_sha256
 
 __all__ = ["SentenceBertEncoder"]
 
-# (resolved model, device) -> sentence_transformers.SentenceTransformer; typed
-# Any so that type checking does not pull in torch and transformers
-_MODELS: dict[tuple[str, str | None], Any] = {}
+# (resolved model, device, versions of its files) ->
+# sentence_transformers.SentenceTransformer; typed Any so that type checking
+# does not pull in torch and transformers
+_MODELS: dict[tuple[str, str | None, tuple[tuple[str, int, int], ...]], Any] = {}
 _MODELS_LOCK = threading.Lock()
+# id of a loaded model from the hub -> fingerprint of its weights and modules
+_LOADED_FINGERPRINTS: dict[int, str] = {}
+
+
+def _file_versions(spec: str) -> tuple[tuple[str, int, int], ...]:
+    # (name, size, mtime) of a local model's files: a folder edited in place
+    # (new weights, another pooling) is loaded anew, never served from memory
+    if not os.path.isdir(spec):
+        return ()
+    out = []
+    for file in _sbert_model_files(spec):
+        st = os.stat(file)
+        out.append((str(file), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def _resolved_folder(spec: str) -> str | None:
+    """The local folder sentence-transformers loaded ``spec`` from, or None."""
+    if os.path.isdir(spec):
+        return spec
+    try:
+        from sentence_transformers.util import load_file_path
+
+        # a hub model is loaded from the Hugging Face cache: find its snapshot
+        # there, without any network access
+        found = load_file_path(
+            spec,
+            "modules.json",
+            cache_folder=os.environ.get("SENTENCE_TRANSFORMERS_HOME"),
+            local_files_only=True,
+        )
+    except Exception:  # another version of the library, or not in the cache
+        return None
+    return os.path.dirname(found) if found else None
+
+
+def _loaded_fingerprint(st_model: Any) -> str:
+    """SHA-256 of a loaded model's parameters and module configurations.
+
+    For a model whose files cannot be found: it fingerprints what is in memory,
+    which is what the vectors come from.
+    """
+    key = id(st_model)
+    if key not in _LOADED_FINGERPRINTS:
+        import hashlib
+
+        sha = hashlib.sha256()
+        for module in st_model:
+            config = getattr(module, "get_config_dict", dict)()
+            sha.update(json.dumps([type(module).__name__, config], default=str).encode())
+        for name, tensor in sorted(st_model.state_dict().items()):
+            sha.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+            sha.update(tensor.detach().cpu().contiguous().view(-1).numpy().tobytes())
+        _LOADED_FINGERPRINTS[key] = sha.hexdigest()
+    return _LOADED_FINGERPRINTS[key]
 
 
 def load_sentence_transformer(
@@ -53,7 +110,7 @@ def load_sentence_transformer(
     True
     """
     spec = resolve_sbert_model(model)
-    key = (spec, device)
+    key = (spec, device, _file_versions(spec))
     with _MODELS_LOCK:
         if key not in _MODELS:
             st = require("sentence_transformers", purpose="Sentence-BERT embeddings")
@@ -101,7 +158,11 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         windows and averages them (then normalises, if asked).
     cache : bool, str, path or EmbeddingCache, default=True
         True: the process-wide in-memory cache; a folder: that on-disk cache
-        (shared by joblib worker processes); None: no cache.
+        (shared by joblib worker processes); None: no cache. The key holds the
+        SHA-256 of the model's weight, configuration and tokenizer files (so an
+        edited model folder is never served old vectors) and the options that
+        change the vectors; not ``batch_size`` or ``device``, which change only
+        the rounding: the first vector cached for an essay is served from then on.
 
     Attributes
     ----------
@@ -157,9 +218,23 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         self.max_seq_length_ = int(st_model.max_seq_length)
 
     def _identity(self) -> dict[str, Any]:
+        # the model by content, not by path: a folder edited in place gets a
+        # new key, and a copy of the same model on another machine the same
+        # one. The batch size and the device change only the rounding (about
+        # 1e-7), so they are left out: the cache serves one vector per essay.
+        folder = _resolved_folder(self.model_path_)
+        files = _sbert_model_files(folder) if folder is not None else []
+        if folder is not None and files:
+            fingerprint: Any = {
+                os.path.relpath(f, folder).replace(os.sep, "/"): file_sha256(f)
+                for f in files
+            }
+        else:
+            st_model = load_sentence_transformer(self.model, self.device)
+            fingerprint = {"loaded": _loaded_fingerprint(st_model)}
         return {
             "encoder": "sentence-transformers",
-            "model": self.model_path_,
+            "model_files": fingerprint,
             "normalize": bool(self.normalize_embeddings),
             "long_text": self.long_text,
             "max_seq_length": self.max_seq_length_,
