@@ -16,6 +16,7 @@ from scipy.stats import spearmanr
 
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
 from sklearn_fairaes.metrics import _pairwise as P
+from sklearn_fairaes.metrics._group import group_lipschitz_fraction
 from sklearn_fairaes.metrics._individual import (
     extreme_pairs,
     feature_difference_profile,
@@ -632,3 +633,73 @@ def test_asap7_tfidf_human_scores(asap7):
     assert curve.spearman_rho == 1.0
     assert 0.35 < curve.distance_min[0] < 0.5  # paper: TF-IDF range 0.403-1.000
     assert curve.distance_max[-1] == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------
+# Scores at the edges of floating point (issue 19)
+# --------------------------------------------------------------------------
+def _naive_differences(y):
+    """|y_i - y_j| in pdist order, by a float64 loop (pdist squares, and overflows)."""
+    y = np.asarray(y, dtype=np.float64)
+    return np.concatenate([np.abs(y[i] - y[i + 1 :]) for i in range(y.size - 1)])
+
+
+def _naive_fraction(d, o, normalize, L):
+    if normalize == "minmax":
+        d = (d - d.min()) / (d.max() - d.min())
+        o = (o - o.min()) / (o.max() - o.min())
+    elif normalize == "max":
+        d, o = d / d.max(), o / o.max()
+    return np.count_nonzero(o <= L * d) / d.size
+
+
+# scale and shift of integer scores: beyond float32 (3.4e38), below its
+# smallest normal (1.2e-38), near float64's limits, subnormal in float64, and a
+# spread of 1e-12 around 1 (all equal in float32)
+EXTREME_SCORES = [(1e39, 0.0), (1e300, 0.0), (1e307, -3e307), (1e-39, 0.0),
+                  (1e-300, 0.0), (1e-320, 0.0), (1e-12, 1.0)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "scale, shift, normalize",
+    [(scale, shift, normalize) for scale, shift in EXTREME_SCORES
+     for normalize in ("minmax", "max", None)
+     # raw comparison with a subnormal L: L * d is rounded to multiples of 5e-324,
+     # so pdist's and the engine's distances (1e-15 apart) round to different ties
+     if not (normalize is None and scale < 1e-307)],
+)  # fmt: skip
+def test_lipschitz_screen_exact_for_extreme_score_scales(
+    monkeypatch, scale, shift, normalize
+):
+    # The float32 screen cast the scores to float32: at 1e39 they were inf and the
+    # fraction was 0.02 instead of 0.66; at 1e-300 the coefficient 1/spread was.
+    monkeypatch.setattr(P, "_CACHE_BYTES", 0)  # large-problem path: float32 screening
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 8))
+    y = rng.integers(0, 7, size=300) * scale + shift
+    assert P.PairwiseEngine(X, block_size=37).screenable
+    L = 1.0 if normalize is not None else 3.0 * scale  # score units per distance
+    d = pdist(X, "cosine")
+    expected = _naive_fraction(d, _naive_differences(y), normalize, L)
+    got = lipschitz_fraction(X, y, normalize=normalize, lipschitz_constant=L, block_size=37)
+    assert got == expected
+    assert 0.3 < expected < 0.9  # the inequality decides: not all or nothing
+    groups = np.arange(300) % 3
+    by_group = group_lipschitz_fraction(
+        X, y, groups=groups, normalize=normalize, lipschitz_constant=L, block_size=37
+    )
+    assert by_group.overall == expected
+
+
+def test_score_differences_that_overflow_are_refused():
+    X = np.random.default_rng(0).normal(size=(5, 3))
+    y = [1e308, -1e308, 0.0, 0.0, 1.0]
+    match = r"ranges from -1e\+308 \(position 1\) to 1e\+308 \(position 0\).*overflows"
+    with pytest.raises(ValueError, match=match):
+        lipschitz_fraction(X, y)
+    with pytest.raises(ValueError, match=match):
+        group_lipschitz_fraction(X, y, groups=list("aabbb"))
+    with pytest.raises(ValueError, match="overflows float64"):
+        score_distance_curve(X, y, n_bins=2)
+    # the largest span that does not overflow is computed
+    assert 0 <= lipschitz_fraction(X, [8e307, -8e307, 0.0, 0.0, 1.0]) <= 1

@@ -972,6 +972,7 @@ def group_lipschitz_fraction(
     L = check_real(lipschitz_constant, "lipschitz_constant", positive=True)
     engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
     y = check_scores(y_pred, name="y_pred", n_samples=engine.n_samples, min_samples=2)
+    y = _individual._check_score_span(y, "y_pred")  # differences must not overflow
     labels = check_groups(groups, n_samples=engine.n_samples)
     names, codes, sizes = np.unique(labels, return_inverse=True, return_counts=True)
     n_groups = names.shape[0]

@@ -73,7 +73,22 @@ __all__ = [
 def _scores(
     y_pred: ArrayLike, engine: PairwiseEngine, name: str = "y_pred"
 ) -> NDArray[np.float64]:
-    return check_scores(y_pred, name=name, n_samples=engine.n_samples, min_samples=2)
+    y = check_scores(y_pred, name=name, n_samples=engine.n_samples, min_samples=2)
+    return _check_score_span(y, name)
+
+
+def _check_score_span(y: NDArray[np.float64], name: str) -> NDArray[np.float64]:
+    """Refuse scores whose pairwise differences overflow float64 (become inf)."""
+    lo, hi = float(np.min(y)), float(np.max(y))
+    if not math.isfinite(hi - lo):
+        raise ValueError(
+            f"{name} ranges from {lo:.6g} (position {int(np.argmin(y))}) to {hi:.6g} "
+            f"(position {int(np.argmax(y))}): the difference of these scores overflows "
+            f"float64 (it is larger than 1.8e308), so score differences cannot be "
+            f"computed; rescale the scores first (e.g. divide them by "
+            f"{10.0 ** math.ceil(math.log10(max(abs(lo), abs(hi)))):.0e})"
+        )
+    return y
 
 
 def _outcome_range(y: NDArray[np.float64]) -> tuple[float, float]:
@@ -162,12 +177,31 @@ class _LipschitzCounter:
 _MAX_UNDECIDED = 2**24
 
 
+def _screen_scores(y: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
+    """Scores on ``[0, 1]`` for the float32 screen: ``z = (y - min y) / 2**e``.
+
+    ``2**e`` is the power of two just above the score range, so float32 holds
+    ``z`` whatever the scale of the scores (float32 overflows above 3.4e38 and
+    loses them below 1e-38). ``|z_i - z_j|`` is ``|y_i - y_j| / 2**e`` up to
+    ``2 * eps64 / 2`` (one rounding of ``y - min y``; the power of two is exact).
+    """
+    lo = float(np.min(y))
+    span = float(np.max(y)) - lo  # finite: _scores refuses spans that overflow
+    if span == 0:
+        return np.zeros(y.shape), 0
+    e = math.frexp(span)[1]
+    # ldexp, not a multiplication by 2**-e, which overflows for subnormal spans
+    return np.ldexp(np.subtract(y, lo), -e), e
+
+
 class _ScreenedLipschitzCounter:
     """Count Lipschitz pairs from float32 similarities, keeping undecided pairs.
 
-    ``T = a - b * G - c * |y_i - y_j|`` equals ``L * d_n - o_n`` up to
-    ``margin``; pairs with ``T >= margin`` satisfy the inequality, pairs with
-    ``T <= -margin`` do not, and the others are returned for an exact check.
+    ``T = a - b * G - c * |z_i - z_j|`` (``z`` from :func:`_screen_scores`)
+    equals ``L * d_n - o_n`` times a power of two up to ``margin``; pairs with
+    ``T >= margin`` satisfy the inequality, pairs with ``T <= -margin`` do not,
+    and the others are returned for an exact check. The coefficients come from
+    :func:`_screening_coefficients`, scaled so that ``|T| <= 3``.
     """
 
     block_kind = "similarity32"
@@ -176,7 +210,7 @@ class _ScreenedLipschitzCounter:
     def __init__(
         self, y: NDArray[np.float64], a: float, b: float, c: float, margin: float
     ) -> None:
-        self.y32 = y.astype(np.float32)
+        self.y32 = _screen_scores(y)[0].astype(np.float32)
         self.a, self.b, self.c = np.float32(a), np.float32(b), np.float32(c)
         self.margin = _f32_at_least(margin)
 
@@ -229,7 +263,12 @@ def _screening_coefficients(
     L: float,
     o_max: float,
 ) -> tuple[float, float, float, float]:
-    """``(a, b, c, margin)`` of the float32 test ``T = a + b*sim - c*|dy|``.
+    """``(a, b, c, margin)`` of the float32 test ``T = a - b*sim - c*|dz|``.
+
+    ``z`` are the scores of :func:`_screen_scores` and the whole inequality is
+    divided by a power of two (exact), so that every coefficient is at most 1
+    and ``T`` fits float32 whatever the scale of the scores, the distances or
+    ``L`` (0 < o_max is not used beyond the bound on ``|dz| <= 1``).
 
     Shared by every Lipschitz count (overall and by group), so that all of them
     screen, and therefore decide, the same pairs the same way.
@@ -242,6 +281,7 @@ def _screening_coefficients(
         shift, divisor = d_scaling
         b = L / divisor
         a_d = L * (1.0 - shift) / divisor
+    e = _screen_scores(y)[1]
     if o_scaling is None:
         a_o = c = 0.0
     else:
@@ -249,12 +289,24 @@ def _screening_coefficients(
         c = 1.0 / divisor
         a_o = shift / divisor
     a = a_d + a_o
-    big = abs(a) + abs(b) + c * o_max
-    y_max = float(np.max(np.abs(y)))
+    if not all(math.isfinite(v) for v in (a, b, c)):
+        # The float64 coefficients overflow (an enormous L, say): screen nothing,
+        # every pair is undecided and settled exactly in float64.
+        return 0.0, 0.0, 0.0, math.inf
+    # |dy| = 2**e |dz|: the score coefficient becomes c * 2**e, and everything is
+    # divided by 2**m, the power of two above the largest coefficient. frexp and
+    # ldexp keep these exact and free of overflow (c * 2**e alone may overflow).
+    exponents = [math.frexp(v)[1] for v in (a, b) if v != 0]
+    if c != 0:
+        exponents.append(math.frexp(c)[1] + e)
+    m = max(exponents, default=0)
+    a, b, c = math.ldexp(a, -m), math.ldexp(b, -m), math.ldexp(c, e - m)
+    big = abs(a) + abs(b) + c  # |dz| <= 1
     # similarity error, float32 rounding of ~6 operations on values <= big and of
-    # the scores, float64 rounding of the exact side; doubled for safety
-    margin = 2 * (b * engine.screen_error + 8 * u32 * big + 3 * c * u32 * y_max
-                  + 8 * u64 * big)  # fmt: skip
+    # the scores z (<= 1), float64 rounding of z and of the exact side, float32
+    # underflow of coefficients or scores below 2**-126; doubled for safety
+    margin = 2 * (b * engine.screen_error + 8 * u32 * big + 3 * c * u32
+                  + 2 * c * u64 + 8 * u64 * big + 2.0**-140)  # fmt: skip
     return a, b, c, margin
 
 
@@ -410,6 +462,10 @@ def lipschitz_fraction(
     pdist(X, "cosine"); o = pdist(y[:, None]); mean(minmax(o) <= minmax(d))``
     up to pairs whose two sides are equal to the last bit; with the ``pdist``
     array passed as ``X`` and ``metric="precomputed"``, it equals it exactly.
+    The float32 screen sees the scores shifted and scaled by a power of two to
+    ``[0, 1]``, so scores of any magnitude (1e39, 1e-300) are counted exactly;
+    scores whose range overflows float64 (``max - min`` above 1.8e308) are
+    refused with a ValueError.
 
     With ``max_pairs``, the score-difference range is still exact (it follows
     from the sorted scores) but the distance range is the sample's: its minimum
