@@ -2,6 +2,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import require_module
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.linear_model import Ridge
@@ -296,7 +297,7 @@ def test_tfidf_model_judged_under_sbert_distances(minilm, essays_small):
 
 
 def test_dask_cluster_gives_identical_results(rng):
-    distributed = pytest.importorskip("distributed", reason="missing resource: dask extra")
+    distributed = require_module("distributed", "dask")
     from joblib import parallel_config
 
     X, y = _data(rng)
@@ -322,7 +323,7 @@ def test_dask_cluster_gives_identical_results(rng):
 @pytest.mark.slow
 def test_asap7_search_meets_constraint_same_everywhere(minilm, asap7, tmp_path):
     """Issue check: SBERT(MiniLM) + {Ridge, gradient boosting} on all of prompt 7."""
-    distributed = pytest.importorskip("distributed", reason="missing resource: dask extra")
+    distributed = require_module("distributed", "dask")
     from joblib import parallel_config
 
     essays = list(asap7["essay"])
