@@ -65,7 +65,37 @@ def read_table(
     ------
     BadInput
         If the file is missing, empty, of an unknown type, or cannot be decoded
-        or parsed; the message names the file (and the line, for decoding).
+        or parsed, or if its records do not add up (see Notes); the message
+        names the file and the line or data row.
+
+    Notes
+    -----
+    Quotes in tsv and csv files follow the rule spreadsheets and pandas write
+    them by (and ASAP's tsv files use): a field that *begins* with ``"`` is
+    quoted; it ends at the ``"`` followed by the separator or the line end,
+    may span lines, and ``""`` inside stands for one ``"``. A ``"`` anywhere
+    else in a field is an ordinary character. So an unquoted essay that
+    begins with ``"`` swallows the rows up to the next quote. The number of
+    records read is therefore checked against an independent, quoting-free
+    count (one record per non-blank line): where they differ, every record
+    spanning lines must be a quoted field with line breaks, and in a tsv file
+    none of the lines inside it may be a complete row on its own (as many
+    tab-separated fields as the header), nor may its first and last line both
+    be; otherwise the file is refused, naming the first suspect data row and
+    its lines. (A quoted tsv field holding both line breaks and tabs can be
+    read either way, and may be refused.) Quote such a field whole (doubling the ``"`` inside),
+    or remove the leading ``"``. A csv file's quoted fields may hold the
+    separator and line breaks, so there only the two parsers (pandas and
+    Python's ``csv``) are checked against each other.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from sklearn_fairaes.cli import read_table
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "essays.tsv").write_text('essay\tscore\n"Quoted\tone"\t2\nPlain\t3\n')
+    >>> read_table(folder / "essays.tsv")["essay"].tolist()
+    ['Quoted\tone', 'Plain']
     """
     from .resources import require
 
@@ -106,6 +136,7 @@ def read_table(
             raise BadInput(
                 f"{path}: cannot parse as {'CSV' if sep == ',' else 'TSV'} ({exc})"
             ) from None
+        _check_records(frame, text, sep, path)
     else:
         raise BadInput(f"{path}: unknown file type {suffix!r}; use .tsv, .csv or .xlsx")
     if frame.shape[0] == 0:
@@ -113,8 +144,104 @@ def read_table(
     return frame
 
 
+def _check_records(frame: pd.DataFrame, text: str, sep: str, path: Path) -> None:
+    """Check the number of records pandas read against an independent count.
+
+    The independent count is quoting-free: one record per non-blank line
+    (``csv`` with ``QUOTE_NONE``). When it differs from pandas' count, the
+    difference must come from quoted fields spanning lines, which ``csv``'s
+    quoting-aware reader locates (the lines each record spans). In a tsv file
+    a multi-line record of which one line is a complete row on its own (as
+    many fields as the header) is rows merged by an unbalanced quote; see the
+    Notes of :func:`read_table`.
+    """
+    import csv
+    import io
+    import re
+
+    kind = "CSV" if sep == "," else "TSV"
+    fix = (
+        'quote the whole field and double each " inside it (as spreadsheets save '
+        f"{kind} files), or remove the leading quote"
+    )
+    plain = [
+        r
+        for r in csv.reader(
+            io.StringIO(text, newline=""), delimiter=sep, quoting=csv.QUOTE_NONE
+        )
+        if r
+    ]
+    n_lines, n_read = len(plain) - 1, len(frame)
+    if n_lines == n_read:
+        return
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    records: list[tuple[int, int, list[str]]] = []  # (first line, last line, fields)
+    last = 0
+    try:
+        for fields in reader:
+            first, last = last + 1, reader.line_num
+            if fields:
+                records.append((first, last, fields))
+    except csv.Error as exc:
+        raise BadInput(
+            f"{path}: cannot parse as {kind} at line {reader.line_num} ({exc})"
+        ) from None
+    counts = (
+        f"the file has {n_lines} data line(s) but {n_read} record(s) once quotes are read"
+    )
+    header, data = records[0][2], records[1:]
+    values = frame.astype(str).to_numpy().tolist()
+    lines = re.split(r"\r\n|\r|\n", text)  # the line ends csv counts by
+    for k, (first, end, fields) in enumerate(data, start=1):
+        where = f"data row {k} (line {first}{f'-{end}' if end > first else ''})"
+        if k > len(values) or fields != values[k - 1]:
+            raise BadInput(
+                f"{path}: {counts}, and two parsers read {where} differently; check the "
+                f'quotes of that row (an unbalanced " merges rows: {fix})'
+            )
+        if end > first and sep == "\t":
+            whole = [
+                n
+                for n in range(first, end + 1)
+                if n <= len(lines) and len(lines[n - 1].split(sep)) == len(header)
+            ]
+            # a line inside the quoted field that is a row on its own, or first and
+            # last line both rows on their own (two rows merged), is a merge; a
+            # quoted field's first and last lines hold only part of a row
+            inner = [n for n in whole if first < n < end]
+            if not inner and first in whole and end in whole:
+                inner = [end]
+            if inner:
+                raise BadInput(
+                    f"{path}: {counts}: {where} is read as one record although line "
+                    f"{inner[0]} is a complete row of its own: a field beginning with "
+                    f'" (line {first}) made the rows up to the next quote one essay. '
+                    f"{fix[0].upper()}{fix[1:]}"
+                )
+    if len(data) != n_read:
+        raise BadInput(
+            f"{path}: {counts}, and two parsers disagree ({len(data)} records with "
+            f"Python's csv, {n_read} with pandas); check the quotes of the file ({fix})"
+        )
+
+
 def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _score_range(value: str | None) -> tuple[float, float] | None:
+    """``--score-range low,high`` as two numbers (audit() checks the scale itself)."""
+    if value is None:
+        return None
+    parts = [v.strip() for v in value.split(",")]
+    try:
+        low, high = (float(v) for v in parts)
+    except ValueError:
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        raise BadInput(
+            f"--score-range must be two numbers low,high (e.g. 0,12), got {shown!r}"
+        ) from None
+    return low, high
 
 
 def _run_audit(
@@ -132,6 +259,8 @@ def _run_audit(
         text_col=args.text_col,
         score_col=args.score_col,
         rater_cols=_split(args.rater_cols),
+        # the demo's scale is known: only ``audit`` has the option
+        score_range=_score_range(getattr(args, "score_range", None)),
         prompt=prompt,
         group_col=args.group_col,
         id_col=args.id_col,
@@ -349,6 +478,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="R1,R2",
         help="the two raters' columns (for the degradation from human QWK)",
+    )
+    p_audit.add_argument(
+        "--score-range",
+        default=None,
+        metavar="LOW,HIGH",
+        help="the rubric's score scale of --score-col, e.g. 0,12 (default: inferred "
+        "from the scores; a score outside it is refused)",
     )
     p_audit.add_argument(
         "--prompt-file",

@@ -468,6 +468,17 @@ def _settings(settings: Mapping[str, Any] | None) -> str:
     return _join(_tag("div", _tag("code", row)) for row in rows)
 
 
+def _scale(meta: Mapping[str, Any]) -> str:
+    scale = meta.get("score_range")
+    if not isinstance(scale, Sequence) or len(scale) != 2:
+        return _MISSING
+    how = {
+        "declared": "declared",
+        "inferred": "inferred from the human scores (none was declared)",
+    }.get(str(meta.get("score_range_source")), "")
+    return f"{_score(scale[0])} to {_score(scale[1])}" + (f", {how}" if how else "")
+
+
 def _section_overview(
     tables: Mapping[str, pd.DataFrame],
     meta: Mapping[str, Any],
@@ -491,6 +502,7 @@ def _section_overview(
             if not (_missing(lo) or _missing(hi))
             else _MISSING,
         ),
+        ("Score scale", _scale(meta)),
         ("Essay text column", meta.get("text_col") or _MISSING),
         ("Human score column", meta.get("score_col") or _MISSING),
         (
@@ -562,6 +574,7 @@ def _section_overview(
     else:
         out.append(_tag("p", "Nothing: every feature and every analysis was run."))
 
+    out += _representation_warnings(meta)
     notes = [str(n) for n in meta.get("notes") or []]
     if notes:
         out.append(_tag("h3", "Notes"))
@@ -867,10 +880,24 @@ def _section_paraphrase(
     )
 
 
+def _representation_warnings(meta: Mapping[str, Any]) -> list[_Markup]:
+    """One visible warning per representation whose distances are mostly one value."""
+    return [
+        _tag(
+            "div",
+            _join([_tag("b", "Warning. "), str(w.get("message", ""))]),
+            class_="warning",
+        )
+        for w in meta.get("warnings") or []
+        if isinstance(w, Mapping)
+    ]
+
+
 def _section_lipschitz(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
 ) -> _Markup:
-    out = []
+    # the numbers below are only as meaningful as the distances they rest on
+    out = _representation_warnings(meta)
     if _present(tables, "lipschitz"):
         table = tables["lipschitz"]
         _check_table(
