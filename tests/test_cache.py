@@ -452,3 +452,34 @@ def test_same_model_in_another_folder_shares_the_key(minilm, minilm_copy, tmp_pa
     normed = SentenceBertEncoder(minilm_copy, normalize_embeddings=True, cache=cache)
     normed.fit(ESSAYS).transform(ESSAYS)
     assert cache.misses == 2 * len(ESSAYS)
+
+
+@pytest.fixture
+def hub_cache(minilm, tmp_path, monkeypatch):
+    """A Hugging Face cache holding a copy of MiniLM as hub model ``fairaes-test/minilm``.
+
+    Laid out as ``huggingface_hub`` lays out a download (``refs/main`` naming a
+    snapshot folder), read with the hub switched to offline mode.
+    """
+    import huggingface_hub.constants
+
+    from sklearn_fairaes.resources import resolve_sbert_model
+
+    repo = tmp_path / "hub" / "models--fairaes-test--minilm"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    shutil.copytree(resolve_sbert_model(minilm), snapshot)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(tmp_path / "hub"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return snapshot
+
+
+def test_hub_model_is_fingerprinted_from_its_snapshot(hub_cache):
+    from sklearn_fairaes import SentenceBertEncoder
+
+    enc = SentenceBertEncoder("fairaes-test/minilm", cache=EmbeddingCache())
+    files = enc.fit(ESSAYS)._identity()["model_files"]
+    for name in ("model.safetensors", "1_Pooling/config.json", "tokenizer.json"):
+        assert files[name] == hashlib.sha256((hub_cache / name).read_bytes()).hexdigest()
+    assert "README.md" not in files

@@ -23,7 +23,10 @@ __all__ = ["SentenceBertEncoder"]
 # does not pull in torch and transformers
 _MODELS: dict[tuple[str, str | None, tuple[tuple[str, int, int], ...]], Any] = {}
 _MODELS_LOCK = threading.Lock()
-# id of a loaded model from the hub -> fingerprint of its weights and modules
+# id of a loaded model -> the local folder it was loaded from (a hub model's
+# snapshot in the Hugging Face cache), or None when it cannot be found
+_LOADED_FROM: dict[int, str | None] = {}
+# id of a loaded model -> fingerprint of its weights and modules in memory
 _LOADED_FINGERPRINTS: dict[int, str] = {}
 
 
@@ -56,7 +59,7 @@ def _resolved_folder(spec: str) -> str | None:
         )
     except Exception:  # another version of the library, or not in the cache
         return None
-    return os.path.dirname(found) if found else None
+    return os.path.normpath(os.path.dirname(found)) if found else None
 
 
 def _loaded_fingerprint(st_model: Any) -> str:
@@ -69,13 +72,17 @@ def _loaded_fingerprint(st_model: Any) -> str:
     if key not in _LOADED_FINGERPRINTS:
         import hashlib
 
+        import torch
+
         sha = hashlib.sha256()
         for module in st_model:
-            config = getattr(module, "get_config_dict", dict)()
+            config: Any = getattr(module, "get_config_dict", dict)()
             sha.update(json.dumps([type(module).__name__, config], default=str).encode())
         for name, tensor in sorted(st_model.state_dict().items()):
             sha.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-            sha.update(tensor.detach().cpu().contiguous().view(-1).numpy().tobytes())
+            # as bytes: numpy has no bfloat16
+            flat = tensor.detach().cpu().contiguous().view(-1).view(torch.uint8)
+            sha.update(flat.numpy().tobytes())
         _LOADED_FINGERPRINTS[key] = sha.hexdigest()
     return _LOADED_FINGERPRINTS[key]
 
@@ -114,7 +121,11 @@ def load_sentence_transformer(
     with _MODELS_LOCK:
         if key not in _MODELS:
             st = require("sentence_transformers", purpose="Sentence-BERT embeddings")
-            _MODELS[key] = st.SentenceTransformer(spec, device=device)
+            loaded = st.SentenceTransformer(spec, device=device)
+            # found now, not at each transform: the hub cache's "latest"
+            # snapshot may move on while this process keeps the model it loaded
+            _LOADED_FROM[id(loaded)] = _resolved_folder(spec)
+            _MODELS[key] = loaded
         return _MODELS[key]
 
 
@@ -222,7 +233,8 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         # new key, and a copy of the same model on another machine the same
         # one. The batch size and the device change only the rounding (about
         # 1e-7), so they are left out: the cache serves one vector per essay.
-        folder = _resolved_folder(self.model_path_)
+        st_model = load_sentence_transformer(self.model, self.device)
+        folder = _LOADED_FROM.get(id(st_model))
         files = _sbert_model_files(folder) if folder is not None else []
         if folder is not None and files:
             fingerprint: Any = {
@@ -230,7 +242,6 @@ class SentenceBertEncoder(_BaseEssayEncoder):
                 for f in files
             }
         else:
-            st_model = load_sentence_transformer(self.model, self.device)
             fingerprint = {"loaded": _loaded_fingerprint(st_model)}
         return {
             "encoder": "sentence-transformers",
