@@ -1,6 +1,11 @@
 """The ``fairaes`` command: a thin shell over the Python API.
 
-Exit codes: 0 ok, 2 bad input (with the file, row and column), 1 internal error.
+Exit codes: 0 ok, 2 bad input (with the file, row and column), 1 internal error,
+130 interrupted (Ctrl-C).
+
+The output folder is claimed before any computation (checked and locked, see
+``sklearn_fairaes.report._output``): every output-path problem is reported
+before the audit runs, and a second run on the same ``--out`` is refused at once.
 """
 
 from __future__ import annotations
@@ -8,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,10 +24,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .report import AuditResult
+    from .report._output import ReportFolder
 
 __all__ = ["build_parser", "main"]
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
@@ -280,94 +287,138 @@ def _run_audit(
     )
 
 
-def _write_output(args: argparse.Namespace, result: AuditResult) -> Path:
-    """Write into a temporary sibling, then rename: no half report ever looks complete."""
-    import shutil
-    import tempfile
+def _claim_output(args: argparse.Namespace, inputs: Sequence[str | None]) -> ReportFolder:
+    """Check and lock ``--out`` before any computation (see ``report._output``)."""
+    from .report._output import OutputError, claim_folder
 
-    out = Path(args.out)
-    if out.exists() and not args.force:
-        raise BadInput(f"{out} already exists; pass --force to replace it, or choose --out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
-        result.save(tmp)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+        claim = claim_folder(
+            args.out, force=args.force, inputs=[p for p in inputs if p], option="--out"
+        )
+    except OutputError as exc:
+        raise BadInput(str(exc)) from None
+    for note in claim.notes:
+        _log(args, note)
+    return claim
+
+
+def _write_output(
+    args: argparse.Namespace, claim: ReportFolder, result: AuditResult
+) -> None:
+    """Write the report into a partial sibling, then swap it in (never a half report)."""
+    from .report._output import OutputError
+
+    try:
+        claim.commit(result._write_files)
+    except OutputError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:  # disk full, quota, permissions changed during the run
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise BadInput(
+            f"cannot write the report to {args.out}: {exc.strerror or exc}{where}; "
+            "free some space or choose another --out (nothing at --out was changed)"
+        ) from None
+
+
+def _finish(args: argparse.Namespace, result: AuditResult) -> int:
+    try:
+        _log(
+            args,
+            f"report written to {Path(args.out) / 'report.html'} ({result.meta['seconds']} s)",
+        )
+        if not args.quiet:
+            print(result.summary())
+    except KeyboardInterrupt:
+        raise _Interrupted("the report was written") from None
+    return EXIT_OK
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C after the report was written: say so instead of "nothing written"."""
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
-    frame = read_table(args.data, encoding=args.encoding)
-    prompt = None
-    if args.prompt_file:
-        try:
-            with open(args.prompt_file, encoding="utf-8-sig") as fh:
-                prompt = fh.read().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"{args.prompt_file}: cannot read the prompt ({exc})") from None
-        if not prompt:
-            raise BadInput(f"{args.prompt_file}: the prompt file is empty")
-    _log(args, f"auditing {len(frame)} essays from {args.data}")
+    claim = _claim_output(args, [args.data, args.prompt_file])
     try:
-        result = _run_audit(
-            args,
-            frame,
-            source=os.path.basename(str(args.data)),
-            prompt=prompt,
-            paraphrases=args.paraphrase_col,
-        )
-    except AuditInputError as exc:
-        raise BadInput(f"{args.data}: {exc}") from None
-    out = _write_output(args, result)
-    _log(args, f"report written to {out / 'report.html'} ({result.meta['seconds']} s)")
-    if not args.quiet:
-        print(result.summary())
-    return EXIT_OK
+        frame = read_table(args.data, encoding=args.encoding)
+        prompt = None
+        if args.prompt_file:
+            try:
+                with open(args.prompt_file, encoding="utf-8-sig") as fh:
+                    prompt = fh.read().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadInput(
+                    f"{args.prompt_file}: cannot read the prompt ({exc})"
+                ) from None
+            if not prompt:
+                raise BadInput(f"{args.prompt_file}: the prompt file is empty")
+        _log(args, f"auditing {len(frame)} essays from {args.data}")
+        try:
+            result = _run_audit(
+                args,
+                frame,
+                source=os.path.basename(str(args.data)),
+                prompt=prompt,
+                paraphrases=args.paraphrase_col,
+            )
+        except AuditInputError as exc:
+            raise BadInput(f"{args.data}: {exc}") from None
+        _write_output(args, claim, result)
+    finally:
+        claim.release()
+    return _finish(args, result)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .datasets import load_demo_essays, load_demo_prompt
     from .report import AuditInputError
 
-    frame = load_demo_essays()
-    for name, value in (
-        ("text_col", "essay"),
-        ("score_col", "score"),
-        ("rater_cols", "rater1,rater2"),
-        ("group_col", "group"),
-        ("id_col", "essay_id"),
-    ):
-        setattr(args, name, value)
-    _log(
-        args,
-        f"auditing the embedded demo corpus ({len(frame)} essays written for this package)",
-    )
+    claim = _claim_output(args, [])
     try:
-        result = _run_audit(
+        frame = load_demo_essays()
+        for name, value in (
+            ("text_col", "essay"),
+            ("score_col", "score"),
+            ("rater_cols", "rater1,rater2"),
+            ("group_col", "group"),
+            ("id_col", "essay_id"),
+        ):
+            setattr(args, name, value)
+        _log(
             args,
-            frame,
-            source="the demo corpus",
-            prompt=load_demo_prompt(),
-            paraphrases="paraphrase",
+            f"auditing the embedded demo corpus ({len(frame)} essays written for this package)",
         )
-    except AuditInputError as exc:  # a bad option (e.g. --models foo) is bad input
-        raise BadInput(f"demo: {exc}") from None
-    out = _write_output(args, result)
-    _log(args, f"report written to {out / 'report.html'} ({result.meta['seconds']} s)")
-    if not args.quiet:
-        print(result.summary())
-    return EXIT_OK
+        try:
+            result = _run_audit(
+                args,
+                frame,
+                source="the demo corpus",
+                prompt=load_demo_prompt(),
+                paraphrases="paraphrase",
+            )
+        except AuditInputError as exc:  # a bad option (e.g. --models foo) is bad input
+            raise BadInput(f"demo: {exc}") from None
+        _write_output(args, claim, result)
+    finally:
+        claim.release()
+    return _finish(args, result)
+
+
+def _n_jobs(value: str) -> int:
+    """argparse type of --n-jobs: a non-zero integer, as joblib reads it."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer, got {value[:40]!r}"
+        ) from None
+    if n == 0:
+        raise argparse.ArgumentTypeError(
+            "0 runs nothing; pass a positive number of processes, or -1 for all cores"
+        )
+    return n
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -384,7 +435,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--cv", type=int, default=5, help="cross-validation folds (default: 5)")
     p.add_argument("--random-state", type=int, default=0)
-    p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument(
+        "--n-jobs",
+        type=_n_jobs,
+        default=None,
+        help="parallel processes (-1: all cores; default: one)",
+    )
     p.add_argument(
         "--grammar",
         default=None,
@@ -405,8 +461,16 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         default=200,
         help="held-out essays edited by the counterfactual audit (default: %(default)s)",
     )
-    p.add_argument("--force", action="store_true", help="replace an existing --out folder")
-    p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier fairaes report at --out (any other folder is refused)",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing unless something fails (no progress, warnings or summary)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -466,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  fairaes audit asap.tsv --text-col essay --score-col domain1_score \\\n"
             "      --rater-cols rater1_domain1,rater2_domain1 --prompt-file prompt.txt \\\n"
             "      --representations tfidf,sbert --models ridge --out asap7-report\n"
-            "Exit codes: 0 ok, 2 bad input, 1 internal error."
+            "Exit codes: 0 ok, 2 bad input, 1 internal error, 130 interrupted."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -538,7 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     code : int
         The exit code: 0 ok, 2 bad input (the message names the file, row and
-        column), 1 internal error (after printing the traceback).
+        column, or the output path), 1 internal error (after printing the
+        traceback), 130 interrupted (Ctrl-C; ``--out`` is left as it was).
 
     Examples
     --------
@@ -552,13 +617,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            if getattr(args, "quiet", False):
+                # --quiet promises silence on success; the report keeps its notes
+                warnings.simplefilter("ignore")
+            return int(args.func(args))
     except BadInput as exc:
         print(f"fairaes: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:  # pragma: no cover
-        print("fairaes: interrupted; no report was written", file=sys.stderr)
-        return EXIT_INTERNAL
+    except _Interrupted as exc:
+        print(f"fairaes: interrupted; {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print(
+            "fairaes: interrupted; no report was written and --out was left as it was",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     except Exception:  # an internal error: show it, exit 1
         import traceback
 

@@ -1833,9 +1833,11 @@ class AuditResult:
         written = []
         (folder / "tables").mkdir()
         for name, frame in self.tables.items():
-            # a spreadsheet would run "=cmd|..." in an essay or id as a formula
+            # a spreadsheet would run "=cmd|..." in an essay or id as a formula;
+            # CRLF rows (RFC 4180) make the writer quote a cell holding a lone CR,
+            # which a "\n" terminator leaves bare, splitting the row in two
             path = folder / "tables" / f"{name}.csv"
-            neutralise_formulas(frame).to_csv(path, index=False)
+            neutralise_formulas(frame).to_csv(path, index=False, lineterminator="\r\n")
             written.append(f"tables/{name}.csv")
             pause("between-files")
         self.to_json(folder / "results.json")
