@@ -483,3 +483,28 @@ def test_hub_model_is_fingerprinted_from_its_snapshot(hub_cache):
     for name in ("model.safetensors", "1_Pooling/config.json", "tokenizer.json"):
         assert files[name] == hashlib.sha256((hub_cache / name).read_bytes()).hexdigest()
     assert "README.md" not in files
+
+
+def test_model_without_files_is_fingerprinted_from_memory(minilm_copy, monkeypatch):
+    # a model whose folder cannot be found (say, a hub model the library stores
+    # elsewhere) is keyed by what was loaded: its parameters and each module's
+    # configuration, pooling included
+    from sklearn_fairaes import SentenceBertEncoder
+    from sklearn_fairaes.text import _sbert
+
+    monkeypatch.setattr(_sbert, "_resolved_folder", lambda spec: None)
+    same = minilm_copy.parent / "same"
+    shutil.copytree(minilm_copy, same)
+    cls = minilm_copy.parent / "cls"
+    shutil.copytree(minilm_copy, cls)
+    pooling = cls / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    config.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(config))
+    keys = [
+        SentenceBertEncoder(folder).fit(ESSAYS)._identity()["model_files"]
+        for folder in (minilm_copy, same, cls)
+    ]
+    assert list(keys[0]) == ["loaded"]
+    assert keys[0] == keys[1]  # the same model, loaded twice
+    assert keys[0] != keys[2]  # another pooling
