@@ -477,29 +477,36 @@ def representation_numbers(data, *, sbert_model, n_jobs=2, cache=True):
     return rows
 
 
-def representation_markdown(record):
-    """The table of ``REPLICATION.md``'s guarded section, from a representation record.
+def representation_markdown(record, *more):
+    """The table of ``REPLICATION.md``'s guarded section, from representation records.
 
     ``record`` is what ``--representation-only`` writes (``representation.json``):
-    ``{"meta": {...}, "rows": [...]}``. Percentages get 4 decimals and
-    distances 4, so that the document shows the precision the guard checks.
+    ``{"meta": {...}, "rows": [...]}``. Each record in ``more`` (a run with
+    another Sentence-BERT model) adds its SBERT column; BOW and TF-IDF come
+    from ``record``. Each cell reads "ours (recorded)"; percentages and
+    distances get 4 decimals, the precision the guard checks.
     """
-    rows = {(r["table"], r["representation"], r["quantity"]): r for r in record["rows"]}
+    records = (record, *more)
+    rows = [
+        {(r["table"], r["representation"], r["quantity"]): r for r in rec["rows"]}
+        for rec in records
+    ]
 
-    def cell(table, rep, quantity, digits):
-        r = rows.get((table, rep, quantity))
+    def cell(k, table, rep, quantity, digits):
+        r = rows[k].get((table, rep, quantity))
         if r is None:
             return "not run"
-        ours = f"{r['ours']:,.{digits}f}" if digits else f"{r['ours']:,.0f}"
+        ours = f"{r['ours']:,.{digits}f}"
         if r["paper"] is None:
             return ours
-        paper = f"{r['paper']:,.{digits}f}" if digits else f"{r['paper']:,.0f}"
-        return f"{ours} ({paper})"
+        return f"{ours} ({r['paper']:,.{digits}f})"
 
-    sbert = record["meta"]["sbert_model"]
+    columns = [(0, "bow", "BOW"), (0, "tfidf", "TF-IDF")] + [
+        (k, "sbert", f"SBERT {rec['meta']['sbert_model']}") for k, rec in enumerate(records)
+    ]
     out = [
-        f"| quantity | BOW | TF-IDF | SBERT ({sbert}) |",
-        "|---|---|---|---|",
+        "| quantity | " + " | ".join(name for _, _, name in columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
     ]
     for label, table, quantity, digits in (
         ("human-score Lipschitz %, min-max", "table3", "lipschitz_minmax_pct", 4),
@@ -507,12 +514,12 @@ def representation_markdown(record):
         ("nearest pair, cosine distance", "distance_range", "min_distance", 4),
         ("farthest pair, cosine distance", "distance_range", "max_distance", 4),
     ):
-        cells = [cell(table, rep, quantity, digits) for rep in GUARDED_REPS]
+        cells = [cell(k, table, rep, quantity, digits) for k, rep, _ in columns]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     out += [
         "",
-        f"Human-human QWK: {cell('human', '', 'qwk', 5)}. "
-        f"BOW/TF-IDF vocabulary: {cell('vocabulary', 'bow', 'n_terms', 0)} terms.",
+        f"Human-human QWK: {cell(0, 'human', '', 'qwk', 5)}. "
+        f"BOW/TF-IDF vocabulary: {cell(0, 'vocabulary', 'bow', 'n_terms', 0)} terms.",
     ]
     return "\n".join(out) + "\n"
 

@@ -1,0 +1,140 @@
+"""The replication numbers are guarded: REPLICATION.md cannot drift from the code.
+
+``docs/replication/representation.json`` is what ``examples/replicate_asap7.py
+--representation-only --sbert minilm`` wrote on all of ASAP prompt 7: the
+numbers that need no trained model (human-score Lipschitz fractions, raw
+distance ranges, the human-human QWK, the BOW vocabulary). ``REPLICATION.md``
+quotes the script's rendering of that file, and
+
+* the fast tests check that quotation, and that the record agrees with the full
+  runs' own output (the audit's code path, not the script's shortcut);
+* the slow test recomputes every value on all 1,569 essays and compares it with
+  the record, tightly enough that a change of preprocessing (e.g. stop words
+  removed from BOW) fails it.
+"""
+
+import importlib.util
+import json
+import re
+import sys
+
+import numpy as np
+import pytest
+from conftest import ASAP7, REPO, require_file
+
+RECORD = REPO / "docs" / "replication" / "representation.json"
+MINILM_MD = REPO / "docs" / "replication" / "comparison_minilm.md"
+REPLICATION = REPO / "REPLICATION.md"
+BEGIN = "<!-- begin: generated from docs/replication/representation.json"
+END = "<!-- end: generated -->"
+
+# How far a recomputed value may be from the record. The computation is
+# deterministic on one machine; the slack only absorbs float32 embedding
+# differences between CPUs. 0.01 percentage points is about 120 of the
+# 1,230,096 pairs; stop words removed from BOW move its fraction by points.
+TOLERANCE = {
+    "lipschitz_minmax_pct": 0.01,
+    "lipschitz_max_pct": 0.01,
+    "min_distance": 1e-4,
+    "max_distance": 1e-4,
+    "qwk": 1e-9,
+    "n_terms": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location(
+        "replicate_asap7", REPO / "examples" / "replicate_asap7.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["replicate_asap7"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def record():
+    return json.loads(RECORD.read_text(encoding="utf-8"))
+
+
+def _key(row):
+    return (row["table"], row["representation"], row["model"], row["quantity"])
+
+
+def test_replication_md_quotes_the_record_as_the_script_renders_it(script, record):
+    text = REPLICATION.read_text(encoding="utf-8")
+    assert text.count(BEGIN) == 1 and text.count(END) == 1
+    block = text.split(BEGIN, 1)[1].split("-->", 1)[1].split(END, 1)[0]
+    assert block.strip() == script.representation_markdown(record).strip()
+
+
+def test_record_holds_every_guarded_quantity_once(record):
+    keys = [_key(r) for r in record["rows"]]
+    assert len(keys) == len(set(keys))
+    expected = {("human", "", "human-human", "qwk"), ("vocabulary", "bow", "", "n_terms")}
+    for rep in ("bow", "tfidf", "sbert"):
+        expected |= {
+            ("table3", rep, "human", "lipschitz_minmax_pct"),
+            ("table3", rep, "human", "lipschitz_max_pct"),
+            ("distance_range", rep, "", "min_distance"),
+            ("distance_range", rep, "", "max_distance"),
+        }
+    assert set(keys) == expected
+    assert record["meta"]["n_essays"] == 1569
+    assert record["meta"]["sbert_model"] == "all-MiniLM-L6-v2"
+
+
+def test_record_agrees_with_the_full_minilm_run(record):
+    """The MiniLM run's comparison.md (the audit's path) shows the same values, rounded."""
+    text = require_file(MINILM_MD).read_text(encoding="utf-8")
+    rows = {_key(r): r["ours"] for r in record["rows"]}
+    for rep, digits in (("bow", 2), ("tfidf", 3), ("sbert", 2)):
+        line = re.findall(rf"^\| {rep} \| .* / .* \|$", text, flags=re.M)[0]
+        human = line.strip("|").split("|")[-1]
+        mm, mx = (float(x.split("(")[0]) for x in human.split(" / "))
+        assert mm == round(rows[("table3", rep, "human", "lipschitz_minmax_pct")], digits)
+        assert mx == round(rows[("table3", rep, "human", "lipschitz_max_pct")], digits)
+        near, far = re.search(
+            rf"^\| {rep} \| (\d\.\d+) \(\d\.\d+\) \| (\d\.\d+) \(\d\.\d+\) \|$",
+            text,
+            flags=re.M,
+        ).groups()
+        assert float(near) == round(rows[("distance_range", rep, "", "min_distance")], 3)
+        assert float(far) == round(rows[("distance_range", rep, "", "max_distance")], 3)
+    hh = re.search(r"Human-human QWK: (\d\.\d+)", text).group(1)
+    assert float(hh) == round(rows[("human", "", "human-human", "qwk")], 5)
+    terms = re.search(r"vocabulary: (\d+)", text).group(1)
+    assert int(terms) == rows[("vocabulary", "bow", "", "n_terms")]
+
+
+@pytest.mark.slow
+def test_representation_numbers_reproduce_on_all_of_prompt7(script, record, minilm):
+    """Recompute every recorded value (no model training) and compare it tightly."""
+    require_file(ASAP7)
+    from sklearn.metrics import cohen_kappa_score
+
+    from sklearn_fairaes.resources import resolve_sbert_model
+
+    data = script.sf.load_asap(ASAP7, prompt=7)
+    rows = script.representation_numbers(
+        data, sbert_model=resolve_sbert_model(minilm), n_jobs=2
+    )
+    got = {_key(r): r["ours"] for r in rows}
+    want = {_key(r): r["ours"] for r in record["rows"]}
+    assert set(got) == set(want)
+    off = {
+        key: (got[key], want[key])
+        for key in want
+        if not abs(got[key] - want[key]) <= TOLERANCE[key[3]]
+    }
+    assert not off, f"replication numbers moved (recomputed, recorded): {off}"
+    # the human-human QWK also against an independent implementation
+    r1 = data["rater1_domain1"].to_numpy(int)
+    r2 = data["rater2_domain1"].to_numpy(int)
+    scale = np.arange(min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1)
+    reference = cohen_kappa_score(r1, r2, labels=scale, weights="quadratic")
+    assert want[("human", "", "human-human", "qwk")] == pytest.approx(reference, abs=1e-12)
+    # and the recorded paper value, as REFERENCE_NUMBERS.md gives it (5 decimals)
+    assert round(want[("human", "", "human-human", "qwk")], 5) == script.HUMAN_HUMAN_QWK
+    assert np.isfinite(list(got.values())).all()
