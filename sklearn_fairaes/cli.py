@@ -53,7 +53,7 @@ class BadInput(Exception):
 def read_table(
     path: str | os.PathLike[str], *, encoding: str | None = None
 ) -> pd.DataFrame:
-    """Read a tsv/csv/xlsx file of essays as strings, with precise errors.
+    r"""Read a tsv/csv/xlsx file of essays as strings, with precise errors.
 
     Parameters
     ----------
