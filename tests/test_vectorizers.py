@@ -116,3 +116,93 @@ def test_asap7_vocabulary_within_5_percent_of_paper(asap7):
     """The paper reports 14,974 BOW/TF-IDF features on ASAP prompt 7."""
     n = len(BowVectorizer().fit(asap7["essay"]).vocabulary_)
     assert abs(n - 14_974) / 14_974 < 0.05, n
+
+
+# --------------------------------------------------------------------------
+# letters="unicode" (issue 19): other scripts and accented Latin keep their words
+# --------------------------------------------------------------------------
+MULTILINGUAL = [
+    "Кошка сидит на окне. Кошки спят.",
+    "我喜欢学习。今天天气很好！",
+    "مُدَرِّسَة جديدة",  # with vowel signs (combining marks)
+    "Le café est très bon",
+    "le cafe\u0301 naïve 2024",  # a decomposed é: NFC makes it the same term
+    "١٢٣ 42",  # digits only (Arabic-Indic and ASCII)
+]
+
+
+@pytest.mark.parametrize("cls", [BowVectorizer, TfidfEssayVectorizer])
+def test_unicode_letters_hand_worked_vocabulary(cls):
+    vec = cls(letters="unicode", min_df=1, ngram_range=(1, 1), lemmatize=False)
+    X = vec.fit_transform(MULTILINGUAL)
+    # lower-cased runs of letters (and marks) of two letters or more; the
+    # Chinese sentences have no spaces, so each run between punctuation is a term
+    expected = sorted(
+        ["кошка", "сидит", "на", "окне", "кошки", "спят", "我喜欢学习", "今天天气很好",
+         "مُدَرِّسَة", "جديدة", "le", "café", "est", "très", "bon", "naïve"]
+    )  # fmt: skip
+    assert vec.get_feature_names_out().tolist() == expected
+    counts = BowVectorizer(
+        letters="unicode", min_df=1, ngram_range=(1, 1), lemmatize=False
+    ).fit_transform(MULTILINGUAL)
+    counts = counts.toarray()
+    assert counts.sum(axis=1).tolist() == [6, 2, 2, 5, 3, 0]  # digits are no letters
+    assert counts[:, expected.index("café")].tolist() == [0, 0, 0, 1, 1, 0]
+    assert X[5].nnz == 0
+    # the paper's ASCII letters lose all of them but the Latin ones, cut apart
+    ascii_vocab = cls(min_df=1, ngram_range=(1, 1), lemmatize=False).fit(MULTILINGUAL)
+    assert ascii_vocab.get_feature_names_out().tolist() == [
+        "bon", "caf", "cafe", "est", "le", "na", "tr", "ve"
+    ]  # fmt: skip
+
+
+def test_unicode_letters_equal_ascii_on_ascii_text():
+    # the default stays the paper's, and on ASCII text the two modes agree
+    ours = BowVectorizer(min_df=1, letters="unicode").fit(ESSAYS)
+    paper = BowVectorizer(min_df=1).fit(ESSAYS)
+    assert paper.letters == "ascii"
+    assert ours.get_feature_names_out().tolist() == paper.get_feature_names_out().tolist()
+    np.testing.assert_array_equal(
+        ours.transform(ESSAYS).toarray(), paper.transform(ESSAYS).toarray()
+    )
+
+
+def test_unicode_letters_options():
+    # mis-decoded apostrophes are repaired, so "didnâ€™t" is "didn t" as in ASCII mode
+    vec = BowVectorizer(letters="unicode", min_df=1, ngram_range=(1, 1), lemmatize=False)
+    assert vec.fit(["I didn\u00e2\u20ac\u2122t go"]).get_feature_names_out().tolist() == [
+        "didn", "go"
+    ]  # fmt: skip
+    # with letters_only=False only NFC applies; sklearn's token pattern decides
+    raw = BowVectorizer(
+        letters="unicode", letters_only=False, min_df=1, ngram_range=(1, 1), lemmatize=False
+    ).fit(["cafe\u0301 café 42"])
+    assert raw.get_feature_names_out().tolist() == ["42", "café"]
+    # a token pattern of one's own is honoured
+    own = BowVectorizer(
+        letters="unicode", token_pattern=r"(?u)\b\w+\b", min_df=1, ngram_range=(1, 1),
+        lemmatize=False,
+    ).fit(["я и ты"])  # fmt: skip
+    assert own.get_feature_names_out().tolist() == ["и", "ты", "я"]
+    # lemmas apply to the words WordNet knows, others pass unchanged
+    lem = BowVectorizer(letters="unicode", min_df=1, ngram_range=(1, 1)).fit(
+        ["Cars in the cafés"]
+    )
+    assert lem.get_feature_names_out().tolist() == ["cafés", "car", "in", "the"]
+    with pytest.raises(ValueError, match="'letters' parameter of BowVectorizer"):
+        BowVectorizer(letters="latin").fit(ESSAYS)
+    est = TfidfEssayVectorizer(letters="unicode", min_df=1).fit(MULTILINGUAL)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(
+        again.transform(MULTILINGUAL).toarray(), est.transform(MULTILINGUAL).toarray()
+    )
+    assert clone(est).get_params()["letters"] == "unicode"
+
+
+def test_asap7_unicode_letters_keep_the_paper_vocabulary(asap7):
+    # ASAP's non-ASCII characters are curly quotes and their mis-decodings: the
+    # repaired text gives the same terms (unigrams, to keep the test short)
+    essays = asap7["essay"]
+    paper = BowVectorizer(ngram_range=(1, 1)).fit(essays)
+    ours = BowVectorizer(ngram_range=(1, 1), letters="unicode").fit(essays)
+    assert ours.vocabulary_ == paper.vocabulary_

@@ -5,18 +5,28 @@ change their text preparation: keep letters only, lower-case, lemmatize each
 token with NLTK's WordNet lemmatizer, keep stop words, unigrams + bigrams, and
 drop terms found in fewer than three essays. On ASAP prompt 7 this gives a
 vocabulary close to the paper's 14,974 terms (see ``tests/test_vectorizers.py``).
+
+"Letters" are the paper's ASCII letters by default (``letters="ascii"``), which
+turns Chinese, Russian or Arabic essays into zero vectors and "café" into
+"caf". ``letters="unicode"`` keeps every Unicode letter instead: the text is
+repaired (mis-decoded punctuation, curly apostrophes, as for the interpretable
+features) and NFC-normalised, every character that is neither a letter nor a
+combining mark becomes a space, and a token is a run of letters and marks with
+at least two letters. Digits are not letters in either mode.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_essays
@@ -53,6 +63,53 @@ def _letters_only(doc: str) -> str:
     return _NON_LETTERS.sub(" ", doc)
 
 
+class _UnicodeLetterTable(dict[int, int | str]):
+    """``str.translate`` table: letters and combining marks kept, all else a space.
+
+    Filled on first sight of each character (``__missing__``), so that a corpus
+    costs one category lookup per distinct character. Combining marks stay so
+    that Arabic vowel signs, Devanagari viramas or a decomposed accent do not
+    cut a word in two.
+    """
+
+    def __missing__(self, code: int) -> int | str:
+        keep = unicodedata.category(chr(code))[0] in "LM"
+        value: int | str = code if keep else " "
+        self[code] = value
+        return value
+
+
+_UNICODE_LETTERS = _UnicodeLetterTable()
+
+
+def _unicode_letters_only(doc: str) -> str:
+    return unicodedata.normalize("NFC", doc).translate(_UNICODE_LETTERS)
+
+
+def _nfc(doc: str) -> str:
+    return unicodedata.normalize("NFC", doc)
+
+
+def _repair(doc: str) -> str:
+    # imported here: the features package imports this module
+    from ..features._tokenize import normalize_text
+
+    return normalize_text(doc)
+
+
+def _unicode_words(doc: str) -> list[str]:
+    """Runs of letters and marks with at least two letters (the text is prepared).
+
+    The counterpart of sklearn's default ``\\b\\w\\w+\\b``, whose ``\\w``
+    does not match combining marks.
+    """
+    return [
+        tok
+        for tok in doc.split()
+        if (len(tok) >= 2 if tok.isalpha() else sum(ch.isalpha() for ch in tok) >= 2)
+    ]
+
+
 class _LemmatizingTokenizer:
     """Picklable tokenizer: the base token pattern, then WordNet lemmas."""
 
@@ -72,6 +129,10 @@ class _Compose:
         return self.second(self.first(doc))
 
 
+#: sklearn's default token pattern, which ``letters="unicode"`` replaces.
+_DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+
+
 _Vectorizer = TypeVar("_Vectorizer", bound="_EssayTextMixin")
 
 
@@ -80,11 +141,19 @@ class _EssayTextMixin(_VectorizerBase):
 
     # parameters, set by each vectorizer's __init__
     letters_only: bool
+    letters: str
     lemmatize: bool
 
     def build_preprocessor(self) -> Callable[[str], str]:
-        """Lower-case/strip accents as sklearn does, then keep letters only."""
+        """Lower-case/strip accents as sklearn does, then keep letters only.
+
+        With ``letters="unicode"`` the text is repaired first and NFC-normalised
+        (after lower-casing, which may decompose: "İ" -> "i" + dot above).
+        """
         base = super().build_preprocessor()
+        if self.letters == "unicode":
+            base = _Compose(_repair, base)
+            return _Compose(base, _unicode_letters_only if self.letters_only else _nfc)
         if not self.letters_only:
             return base
         return _Compose(base, _letters_only)
@@ -92,6 +161,13 @@ class _EssayTextMixin(_VectorizerBase):
     def build_tokenizer(self) -> Callable[[str], list[str]]:
         """sklearn's token pattern, then WordNet lemmatization when asked."""
         base = super().build_tokenizer()
+        if (
+            self.letters == "unicode"
+            and self.letters_only
+            and self.tokenizer is None
+            and self.token_pattern == _DEFAULT_TOKEN_PATTERN
+        ):
+            base = _unicode_words
         if not self.lemmatize:
             return base
         return _LemmatizingTokenizer(base)
@@ -203,8 +279,22 @@ _COMMON_DOC = """
     Parameters
     ----------
     letters_only : bool, default=True
-        Replace every character that is not an ASCII letter by a space before
-        tokenizing (the paper removed all non-letter characters).
+        Replace every character that is not a letter (see ``letters``) by a
+        space before tokenizing (the paper removed all non-letter characters).
+    letters : {"ascii", "unicode"}, default="ascii"
+        What counts as a letter. "ascii" is the paper's ``A-Z a-z`` (its
+        numbers): essays in other scripts become zero vectors and "café"
+        becomes "caf". "unicode" keeps any Unicode letter (Chinese, Russian,
+        Arabic, accented Latin): the text is repaired (mis-decoded
+        punctuation, curly apostrophes) and NFC-normalised, characters that are
+        neither letters nor combining marks become spaces, and, with the
+        default ``token_pattern``, a token is a run of letters and marks with
+        at least two letters (so "café" and "cafe" + U+0301 are one term).
+        Scripts written without spaces (Chinese, Japanese, Thai) give one
+        token per run between punctuation: segment their words beforehand
+        (insert spaces) if word terms are wanted. Digits are never letters:
+        an essay of digits only is a zero vector in both modes. With
+        ``letters_only=False``, "unicode" only repairs and NFC-normalises.
     lemmatize : bool, default=True
         Replace each token by its WordNet lemma (NLTK's ``WordNetLemmatizer``,
         noun reading). WordNet is found through :mod:`sklearn_fairaes.resources`.
@@ -274,12 +364,23 @@ class BowVectorizer(_EssayTextMixin, CountVectorizer):
     ['car', 'the', 'wa', 'wait', 'waiting', 'were']
     >>> bow.transform(["cars cars"]).toarray().tolist()
     [[2, 0, 0, 0, 0, 0]]
+
+    The paper's ASCII letters cut other scripts and accents away;
+    ``letters="unicode"`` keeps them:
+
+    >>> essay = ["Un café très bon, привет"]
+    >>> BowVectorizer(min_df=1, ngram_range=(1, 1)).fit(essay).get_feature_names_out().tolist()
+    ['bon', 'caf', 'tr', 'un']
+    >>> uni = BowVectorizer(letters="unicode", min_df=1, ngram_range=(1, 1)).fit(essay)
+    >>> uni.get_feature_names_out().tolist()
+    ['bon', 'café', 'très', 'un', 'привет']
     """
     )
 
     _parameter_constraints = {
         **CountVectorizer._parameter_constraints,
         "letters_only": ["boolean"],
+        "letters": [StrOptions({"ascii", "unicode"})],
         "lemmatize": ["boolean"],
     }
 
@@ -287,6 +388,7 @@ class BowVectorizer(_EssayTextMixin, CountVectorizer):
         self,
         *,
         letters_only: bool = True,
+        letters: str = "ascii",
         lemmatize: bool = True,
         lowercase: bool = True,
         strip_accents: str | Callable[[str], str] | None = None,
@@ -314,6 +416,7 @@ class BowVectorizer(_EssayTextMixin, CountVectorizer):
             dtype=dtype,
         )
         self.letters_only = letters_only
+        self.letters = letters
         self.lemmatize = lemmatize
 
 
@@ -361,6 +464,7 @@ class TfidfEssayVectorizer(_EssayTextMixin, TfidfVectorizer):
     _parameter_constraints = {
         **TfidfVectorizer._parameter_constraints,
         "letters_only": ["boolean"],
+        "letters": [StrOptions({"ascii", "unicode"})],
         "lemmatize": ["boolean"],
     }
 
@@ -368,6 +472,7 @@ class TfidfEssayVectorizer(_EssayTextMixin, TfidfVectorizer):
         self,
         *,
         letters_only: bool = True,
+        letters: str = "ascii",
         lemmatize: bool = True,
         lowercase: bool = True,
         strip_accents: str | Callable[[str], str] | None = None,
@@ -403,4 +508,5 @@ class TfidfEssayVectorizer(_EssayTextMixin, TfidfVectorizer):
             sublinear_tf=sublinear_tf,
         )
         self.letters_only = letters_only
+        self.letters = letters
         self.lemmatize = lemmatize
