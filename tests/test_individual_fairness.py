@@ -738,3 +738,15 @@ def test_sampled_estimate_uses_the_exact_distance_range(monkeypatch):
         res = lipschitz_fraction(X, y, max_pairs=500, random_state=0, return_counts=True)
         assert not res.exact
         assert res.distance_range == pytest.approx((d.min(), d.max()), abs=1e-15)
+
+
+@pytest.mark.parametrize("L", [1e308, 1e-300])
+def test_lipschitz_screen_exact_for_extreme_constants(monkeypatch, L):
+    # L / (distance range) overflows float64 at 1e308: nothing is screened, every
+    # pair is settled in float64
+    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 8))
+    y = rng.integers(0, 7, size=300)
+    expected = _naive_fraction(pdist(X, "cosine"), _naive_differences(y), "minmax", L)
+    assert lipschitz_fraction(X, y, lipschitz_constant=L, block_size=37) == expected

@@ -183,7 +183,8 @@ def _screen_scores(y: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
     ``2**e`` is the power of two just above the score range, so float32 holds
     ``z`` whatever the scale of the scores (float32 overflows above 3.4e38 and
     loses them below 1e-38). ``|z_i - z_j|`` is ``|y_i - y_j| / 2**e`` up to
-    ``2 * eps64 / 2`` (one rounding of ``y - min y``; the power of two is exact).
+    ``eps64`` (one rounding of each ``y - min y``, whose quotient is at most 1;
+    division by a power of two is exact).
     """
     lo = float(np.min(y))
     span = float(np.max(y)) - lo  # finite: _scores refuses spans that overflow
@@ -268,7 +269,8 @@ def _screening_coefficients(
     ``z`` are the scores of :func:`_screen_scores` and the whole inequality is
     divided by a power of two (exact), so that every coefficient is at most 1
     and ``T`` fits float32 whatever the scale of the scores, the distances or
-    ``L`` (0 < o_max is not used beyond the bound on ``|dz| <= 1``).
+    ``L``. ``o_max`` is no longer needed (``|dz| <= 1``); it stays in the
+    signature shared with :mod:`._group`.
 
     Shared by every Lipschitz count (overall and by group), so that all of them
     screen, and therefore decide, the same pairs the same way.
