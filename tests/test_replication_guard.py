@@ -9,8 +9,9 @@ quotes the script's rendering of that file, and
 * the fast tests check that quotation, and that the record agrees with the full
   runs' own output (the audit's code path, not the script's shortcut);
 * the slow test recomputes every value on all 1,569 essays and compares it with
-  the record, tightly enough that a change of preprocessing (e.g. stop words
-  removed from BOW) fails it.
+  the record, tightly enough that a change of preprocessing fails it: with stop
+  words removed from BOW (checked once, by monkeypatch) BOW's fraction moved
+  from 96.05% to 98.41% and its vocabulary from 15,335 to 7,738 terms.
 """
 
 import importlib.util
