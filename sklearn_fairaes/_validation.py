@@ -52,7 +52,9 @@ def _position_label(obj: object, i: int) -> str:
     return f"position {i}"
 
 
-def check_essays(X: Any, *, name: str = "X", allow_empty: bool = True) -> list[str]:
+def check_essays(
+    X: Any, *, name: str = "X", allow_empty: bool = True, min_essays: int = 0
+) -> list[str]:
     """Validate a collection of essays and return it as a list of ``str``.
 
     Parameters
@@ -63,6 +65,9 @@ def check_essays(X: Any, *, name: str = "X", allow_empty: bool = True) -> list[s
         Name of the argument, used in error messages.
     allow_empty : bool, default=True
         Whether the empty string is a valid essay.
+    min_essays : int, default=0
+        Fewest essays accepted (``fit`` methods pass 1: sklearn refuses to fit
+        on no data).
 
     Returns
     -------
@@ -74,7 +79,8 @@ def check_essays(X: Any, *, name: str = "X", allow_empty: bool = True) -> list[s
         If ``X`` is a single string, or an element is not a string (bytes,
         numbers, ...). The message names the first bad position.
     ValueError
-        If an element is ``None`` or NaN, or (with ``allow_empty=False``) empty.
+        If an element is ``None`` or NaN, or (with ``allow_empty=False``) empty;
+        or if there are fewer than ``min_essays`` essays.
 
     Examples
     --------
@@ -111,6 +117,11 @@ def check_essays(X: Any, *, name: str = "X", allow_empty: bool = True) -> list[s
             f"{name} must be a collection of essays (list, array or pandas Series of "
             f"str), got {type(X).__name__}"
         ) from None
+    if len(values) < min_essays:
+        raise ValueError(
+            f"{name} holds {len(values)} essays; at least {min_essays} "
+            f"{'is' if min_essays == 1 else 'are'} needed to fit"
+        )
     for i, value in enumerate(values):
         if isinstance(value, str):
             if not allow_empty and not value.strip():
@@ -280,6 +291,15 @@ def check_embeddings(
         if hasattr(X, "to_numpy") and hasattr(X, "columns"):
             X = X.to_numpy()
         X = np.asarray(X)
+        if X.dtype == object and not any(isinstance(v, (str, bytes)) for v in X.flat):
+            # numbers held in an object array (as sklearn's estimators accept)
+            try:
+                X = X.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{name} must hold numbers, one row per essay; an entry could not "
+                    f"be read as one ({str(exc)[:120]})"
+                ) from None
         if X.dtype.kind not in "iufb":
             raise TypeError(
                 f"{name} must be a numeric matrix (one row of numbers per essay), got "

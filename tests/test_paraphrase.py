@@ -56,13 +56,13 @@ def wn():
 def para(wn):
     """Fitted with the default POS backend; skips when no tagger is installed."""
     try:
-        return WordNetParaphraser(random_state=0).fit([])
+        return WordNetParaphraser(random_state=0).fit([""])
     except ResourceNotFoundError as exc:
         missing_resource(f"POS tagger ({exc})")
 
 
 def _with(para, **params):
-    return clone(para).set_params(**params).fit([])
+    return clone(para).set_params(**params).fit([""])
 
 
 def _rebuild(text, edits):
@@ -188,7 +188,7 @@ def test_title_and_all_caps_are_kept(wn):
     text = "He ran QUICKLY. Quickly, he ran quickly."
     out, edits = (
         WordNetParaphraser(rate=1.0, random_state=0, pos_tagger=adverbs)
-        .fit([])
+        .fit([""])
         .paraphrase_with_edits([text])
     )
     assert [e.original for e in edits[0]] == ["QUICKLY", "Quickly", "quickly"]
@@ -207,7 +207,7 @@ def test_pieces_of_longer_words_stay(wn):
         rate=1.0, random_state=0, pos_tagger=all_adjectives, min_count=0
     )
     text = "I wanna sit. I was wan and pale."
-    got, edits = est.fit([]).paraphrase_with_edits([text])
+    got, edits = est.fit([""]).paraphrase_with_edits([text])
     assert got[0].startswith("I wanna sit.")
     assert "wan" in [e.original for e in edits[0]]
 
@@ -288,7 +288,7 @@ def test_asap7_paraphrases_stay_near_under_sentence_bert(para, asap7, minilm, wn
 
     essays = asap7["essay"].tolist()[:6]
     out, edits = para.paraphrase_with_edits(essays)
-    enc = SentenceBertEncoder(minilm, long_text="chunk_mean", cache=None).fit([])
+    enc = SentenceBertEncoder(minilm, long_text="chunk_mean", cache=None).fit([""])
     a = enc.transform(essays)
     b = enc.transform(out)
     cos = (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
@@ -350,7 +350,7 @@ def test_bad_parameters_raise_in_fit(wn, params, error, match):
     est = WordNetParaphraser(**params)
     assert est.get_params()[next(iter(params))] is params[next(iter(params))]
     with pytest.raises(error, match=match):
-        est.fit([])
+        est.fit([""])
 
 
 def test_not_fitted(wn):
@@ -366,9 +366,9 @@ def test_callable_tagger_is_used_and_recorded(wn):
         return ["NN" if t.isalpha() else "." for t in tokens]
 
     none = WordNetParaphraser(rate=1.0, random_state=0, pos_tagger=only_proper_nouns)
-    assert none.fit([]).paraphrase_with_edits([LONG])[1] == [[]]
+    assert none.fit([""]).paraphrase_with_edits([LONG])[1] == [[]]
     assert none.pos_tagger_ == "callable:only_proper_nouns"
-    nouns = WordNetParaphraser(rate=1.0, random_state=0, pos_tagger=all_nouns).fit([])
+    nouns = WordNetParaphraser(rate=1.0, random_state=0, pos_tagger=all_nouns).fit([""])
     _, edits = nouns.paraphrase_with_edits(["The car and the doctor."])
     assert {e.original for e in edits[0]} == {"car", "doctor"}
 
@@ -382,7 +382,7 @@ def test_clone_and_pickle(para):
     restored = pickle.loads(pickle.dumps(est))
     assert restored.pos_tagger_ == est.pos_tagger_
     assert restored.transform([LONG]) == est.transform([LONG])
-    assert twin.fit([]).transform([LONG]) == est.transform([LONG])
+    assert twin.fit([""]).transform([LONG]) == est.transform([LONG])
     assert est.__sklearn_tags__().input_tags.string
 
 
@@ -392,8 +392,8 @@ def test_missing_sense_counts_say_what_to_do(wn, monkeypatch):
     real = module._wordnet()
     monkeypatch.setattr(module, "_wordnet", lambda: (real[0], real[1], False))
     with pytest.raises(ResourceNotFoundError, match=r"cntlist\.rev.*min_count=0"):
-        WordNetParaphraser(min_count=2, pos_tagger=lambda toks: ["NN"] * len(toks)).fit([])
-    WordNetParaphraser(min_count=0, pos_tagger=lambda toks: ["NN"] * len(toks)).fit([])
+        WordNetParaphraser(min_count=2, pos_tagger=lambda toks: ["NN"] * len(toks)).fit([""])
+    WordNetParaphraser(min_count=0, pos_tagger=lambda toks: ["NN"] * len(toks)).fit([""])
 
 
 def test_import_stays_light():

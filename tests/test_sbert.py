@@ -46,7 +46,7 @@ def test_identical_to_sentence_transformers(minilm, st_model, asap7):
 def test_paraphrase_nearer_than_unrelated(minilm):
     E = (
         SentenceBertEncoder(minilm, normalize_embeddings=True)
-        .fit([])
+        .fit([""])
         .transform([ORIGINAL, PARAPHRASE, UNRELATED])
     )
     assert E[0] @ E[1] > E[0] @ E[2] + 0.3
@@ -54,7 +54,7 @@ def test_paraphrase_nearer_than_unrelated(minilm):
 
 def test_truncation_warning_counts_long_essays(minilm):
     long = " ".join(["patience"] * 600)
-    enc = SentenceBertEncoder(minilm, cache=None).fit([])
+    enc = SentenceBertEncoder(minilm, cache=None).fit([""])
     with pytest.warns(
         LongTextWarning, match=r"2 of 3 essays are longer than the model's window"
     ):
@@ -64,7 +64,7 @@ def test_truncation_warning_counts_long_essays(minilm):
 def test_chunk_mean_is_mean_of_windows(minilm, st_model):
     words = [f"word{i % 50}" for i in range(700)]
     long = " ".join(words)
-    enc = SentenceBertEncoder(minilm, long_text="chunk_mean", cache=None).fit([])
+    enc = SentenceBertEncoder(minilm, long_text="chunk_mean", cache=None).fit([""])
     got = enc.transform([long, "a short one"])
     tok = st_model.tokenizer(long, add_special_tokens=False, return_offsets_mapping=True)
     offs = tok["offset_mapping"]
@@ -80,7 +80,7 @@ def test_chunk_mean_is_mean_of_windows(minilm, st_model):
 
 
 def test_empty_essay_gets_model_embedding_of_empty_string(minilm, st_model):
-    got = SentenceBertEncoder(minilm, cache=None).fit([]).transform([""])
+    got = SentenceBertEncoder(minilm, cache=None).fit([""]).transform([""])
     assert np.abs(got[0] - st_model.encode([""])[0]).max() < 1e-5
 
 
@@ -157,7 +157,7 @@ def test_grid_search_encodes_each_essay_once(minilm, asap7, monkeypatch):
 
 def test_disk_cache_shared_by_worker_processes(minilm, asap7, tmp_path):
     essays, y = _essays(asap7, 20)
-    SentenceBertEncoder(minilm, cache=tmp_path).fit([]).transform(essays)  # warm once
+    SentenceBertEncoder(minilm, cache=tmp_path).fit([""]).transform(essays)  # warm once
     search = GridSearchCV(
         make_pipeline(SentenceBertEncoder(minilm, cache=str(tmp_path)), Ridge()),
         {"ridge__alpha": [0.1, 1.0]},

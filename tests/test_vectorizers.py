@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import require_module
+from sklearn import config_context
 from sklearn.base import clone
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.pipeline import make_pipeline
 
 from sklearn_fairaes import BowVectorizer, TfidfEssayVectorizer
 
@@ -87,17 +89,26 @@ def test_clone_pickle_params():
     )
 
 
-def test_pandas_output_keeps_index_and_names():
+@pytest.mark.parametrize("cls", [BowVectorizer, TfidfEssayVectorizer])
+def test_sparse_output_refuses_pandas_as_sklearn_does(cls):
+    # sklearn 1.9: CountVectorizer has no set_output, so Pipeline.set_output
+    # ("pandas") raises for it; set_output refuses sparse data elsewhere
+    # (OneHotEncoder). The vectorizers returned sparse pandas columns before.
     pd = require_module("pandas", "report")
     s = pd.Series(ESSAYS, index=list("abcde"))
-    bow = BowVectorizer(min_df=1).set_output(transform="pandas")
-    out = bow.fit_transform(s)
-    assert isinstance(out, pd.DataFrame)
-    assert list(out.index) == list("abcde")
-    assert list(out.columns) == list(bow.get_feature_names_out())
-    assert clone(bow).fit_transform(s).shape == out.shape  # clone keeps the config
-    with pytest.raises(ValueError, match="must be 'default' or 'pandas'"):
-        bow.set_output(transform="polars")
+    for container in ("pandas", "polars"):
+        with pytest.raises(ValueError, match=rf"outputs a sparse matrix, so set_output\(transform='{container}'\)"):  # fmt: skip
+            cls(min_df=1).set_output(transform=container)
+    est = cls(min_df=1).set_output(transform="default")
+    assert sp.issparse(est.fit_transform(s))
+    with pytest.raises(ValueError, match="Unable to configure output"):
+        make_pipeline(CountVectorizer()).set_output(transform="pandas")
+    with pytest.raises(ValueError, match="outputs a sparse matrix"):
+        make_pipeline(cls(min_df=1)).set_output(transform="pandas")
+    # under a global pandas configuration the output stays sparse, as sklearn's
+    with config_context(transform_output="pandas"):
+        ours, theirs = cls(min_df=1).fit_transform(s), CountVectorizer().fit_transform(s)
+    assert sp.issparse(ours) and sp.issparse(theirs)
 
 
 @pytest.mark.parametrize("cls", [BowVectorizer, TfidfEssayVectorizer])

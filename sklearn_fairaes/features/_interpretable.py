@@ -22,8 +22,6 @@ from ._tokenize import PLACEHOLDER_PATTERN, normalize_text, tokenize_essay
 if TYPE_CHECKING:
     import os
 
-    from scipy.sparse import csr_matrix
-
     from ..text import BowVectorizer, SentenceBertEncoder
     from ._pos import _PosTagger
 
@@ -504,7 +502,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         self : object
             The fitted transformer.
         """
-        essays = check_essays(X)
+        essays = check_essays(X, min_essays=1)
         self._fit(essays, y)
         return self
 
@@ -526,7 +524,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         X_new : ndarray of shape (n_essays, n_features_out), or DataFrame
             The features, as :meth:`transform` computes them.
         """
-        essays = check_essays(X)
+        essays = check_essays(X, min_essays=1)
         analysis = self._fit(essays, y, keep_analysis=True)
         return self._transform(essays, analysis=analysis)
 
@@ -585,7 +583,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 # a sparse matrix even under set_config(transform_output="pandas")
                 bow = BowVectorizer(min_df=1).set_output(transform="default")
                 bow.fit([self.prompt])
-                counts = cast("csr_matrix", bow.transform([self.prompt])).toarray()[0]
+                counts = bow.transform([self.prompt]).toarray()[0]
                 self.bow_vectorizer_ = bow
                 self.prompt_bow_ = {
                     term: int(counts[j]) for term, j in sorted(bow.vocabulary_.items())
@@ -828,4 +826,13 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False
         tags.requires_fit = True
+        # fit(X) without y fails when the good POS n-grams are learned from y
+        # (read from the parameter: tags must not raise on bad parameters)
+        features = self.features
+        learns_from_y = features == "all" or (
+            not isinstance(features, str)
+            and isinstance(features, Iterable)
+            and "good_pos_ngrams" in list(features)
+        )
+        tags.target_tags.required = learns_from_y and self.reference is None
         return tags

@@ -473,8 +473,8 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn_fairaes.paraphrase import WordNetParaphraser
-    >>> para = WordNetParaphraser(rate=1.0, random_state=0).fit([])
     >>> essay = "She waited patiently while the old car was repaired."
+    >>> para = WordNetParaphraser(rate=1.0, random_state=0).fit([essay])
     >>> para.transform([essay])
     ['She waited patiently while the old auto was mended.']
     >>> texts, edits = para.paraphrase_with_edits([essay])
@@ -575,7 +575,8 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : list, array or pandas Series of str
-            The essays (validated, otherwise unused; ``[]`` is fine).
+            The essays (validated, otherwise unused); at least one, as
+            sklearn's estimators require.
         y : None
             Ignored.
 
@@ -586,7 +587,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         """
         from ..features._pos import resolve_pos_tagger
 
-        check_essays(X)
+        check_essays(X, min_essays=1)
         self._validate_params()
         tagger = resolve_pos_tagger(self.pos_tagger)
         self.pos_tagger_ = (

@@ -254,7 +254,8 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : list, array or pandas Series of str, default=None
-            The essays (validated when given, otherwise unused).
+            The essays (validated when given, otherwise unused); when given, at
+            least one, as sklearn's estimators require.
         y : None
             Ignored.
 
@@ -264,7 +265,7 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
             The perturbation itself (nothing is learned).
         """
         if X is not None:
-            check_essays(X)
+            check_essays(X, min_essays=1)
         self._validate_params()
         self._check_params()
         return self

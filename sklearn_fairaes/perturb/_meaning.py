@@ -118,7 +118,7 @@ class SynonymParaphrase(BasePerturbation):
             random_state=base_seed,
             pos_tagger=self.pos_tagger,
             min_count=self.min_count,
-        ).fit([])
+        ).fit([""])  # fit learns nothing from essays; it needs one to accept
 
     def _check_params(self) -> None:
         # finds the POS tagger and WordNet now, so that a missing one fails at fit

@@ -32,7 +32,8 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         Parameters
         ----------
         X : list, array or pandas Series of str
-            The essays (validated, otherwise unused).
+            The essays (validated, otherwise unused); at least one, as
+            sklearn's estimators require.
         y : None
             Ignored.
 
@@ -41,7 +42,7 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self : object
             The fitted encoder.
         """
-        check_essays(X)
+        check_essays(X, min_essays=1)
         self._validate_encoder_params()
         self._load()
         return self

@@ -32,7 +32,6 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_essays
 
 if TYPE_CHECKING:
-    import pandas as pd
     from scipy.sparse import csr_matrix
 
     # sklearn has no type information, so CountVectorizer is Any to mypy: as a
@@ -137,7 +136,7 @@ _Vectorizer = TypeVar("_Vectorizer", bound="_EssayTextMixin")
 
 
 class _EssayTextMixin(_VectorizerBase):
-    """Text preparation, validation and pandas output shared by both vectorizers."""
+    """Text preparation and validation shared by both vectorizers."""
 
     # parameters, set by each vectorizer's __init__
     letters_only: bool
@@ -192,9 +191,7 @@ class _EssayTextMixin(_VectorizerBase):
         self.fit_transform(raw_documents, y)
         return self
 
-    def fit_transform(
-        self, raw_documents: ArrayLike, y: object = None
-    ) -> csr_matrix | pd.DataFrame:
+    def fit_transform(self, raw_documents: ArrayLike, y: object = None) -> csr_matrix:
         """Learn the vocabulary and return the essay-term matrix.
 
         Parameters
@@ -206,15 +203,14 @@ class _EssayTextMixin(_VectorizerBase):
 
         Returns
         -------
-        X_new : sparse matrix of shape (n_essays, n_terms), or DataFrame
-            One row per essay, one column per term; a DataFrame with sparse
-            columns when pandas output is set (see :meth:`set_output`).
+        X_new : sparse matrix of shape (n_essays, n_terms)
+            One row per essay, one column per term.
         """
         essays = check_essays(raw_documents)
         out = super().fit_transform(essays)
-        return self._wrap(out, raw_documents)
+        return out
 
-    def transform(self, raw_documents: ArrayLike) -> csr_matrix | pd.DataFrame:
+    def transform(self, raw_documents: ArrayLike) -> csr_matrix:
         """Represent essays with the learned vocabulary.
 
         Parameters
@@ -224,55 +220,54 @@ class _EssayTextMixin(_VectorizerBase):
 
         Returns
         -------
-        X_new : sparse matrix of shape (n_essays, n_terms), or DataFrame
+        X_new : sparse matrix of shape (n_essays, n_terms)
             An essay with no known term is a row of zeros.
         """
         check_is_fitted(self, "vocabulary_")
         essays = check_essays(raw_documents)
-        return self._wrap(super().transform(essays), raw_documents)
+        return super().transform(essays)
 
     def set_output(self: _Vectorizer, *, transform: str | None = None) -> _Vectorizer:
-        """Choose the output container of ``transform`` and ``fit_transform``.
+        """Accept only the default (sparse) output container, as sklearn does.
+
+        sklearn's own :class:`~sklearn.feature_extraction.text.CountVectorizer`
+        has no pandas output, and sklearn's ``set_output`` refuses sparse data
+        (``OneHotEncoder(sparse_output=True)`` raises); a frame of thousands of
+        dense or sparse columns is no substitute for the matrix. This method exists so that
+        ``Pipeline.set_output(transform="default")`` works; ``"pandas"`` and
+        ``"polars"`` raise. Under ``sklearn.set_config(transform_output="pandas")``
+        the output stays sparse, as for ``CountVectorizer``.
 
         Parameters
         ----------
-        transform : {"default", "pandas"}, default=None
-            ``"pandas"`` returns a DataFrame with sparse columns named by
-            :meth:`get_feature_names_out`; ``"default"`` a scipy sparse matrix;
-            None leaves the choice unchanged.
+        transform : {"default"}, default=None
+            ``"default"`` (a scipy sparse matrix) or None (unchanged).
 
         Returns
         -------
         self : object
-            The vectorizer, with its output container set.
+            The vectorizer.
+
+        Raises
+        ------
+        ValueError
+            For any other container.
+
+        Examples
+        --------
+        >>> from sklearn_fairaes import BowVectorizer
+        >>> BowVectorizer().set_output(transform="default")
+        BowVectorizer()
         """
-        if transform is None:
+        if transform is None or transform == "default":
             return self
-        if transform not in ("default", "pandas"):
-            raise ValueError(
-                f"transform must be 'default' or 'pandas' for {type(self).__name__} "
-                f"(its output is sparse), got {transform!r}"
-            )
-        self._sklearn_output_config = {"transform": transform}
-        return self
-
-    def _wrap(self, out: csr_matrix, original: object) -> csr_matrix | pd.DataFrame:
-        config = getattr(self, "_sklearn_output_config", {}).get("transform")
-        if config is None:
-            import sklearn
-
-            config = sklearn.get_config().get("transform_output", "default")
-        if config != "pandas":
-            return out
-        from ..resources import require
-
-        pd = require("pandas", purpose="pandas output")
-        # a list has an ``index`` method: only a pandas index counts
-        index = getattr(original, "index", None) if hasattr(original, "iloc") else None
-        frame = pd.DataFrame.sparse.from_spmatrix(out, columns=self.get_feature_names_out())
-        if index is not None and len(index) == frame.shape[0]:
-            frame.index = index
-        return frame
+        name = type(self).__name__
+        raise ValueError(
+            f"{name} outputs a sparse matrix, so set_output(transform={transform!r}) "
+            f"is not supported (nor is it for sklearn's CountVectorizer); keep "
+            f"transform='default', or build a frame yourself: pandas.DataFrame."
+            f"sparse.from_spmatrix(X, columns=vec.get_feature_names_out())"
+        )
 
 
 _COMMON_DOC = """
