@@ -1,0 +1,623 @@
+"""Output safety of ``fairaes audit`` and ``AuditResult.save``: nothing is lost.
+
+Issue 19: ``--force`` deleted whatever ``--out`` named (the input file, the
+current folder), the output checks ran after the computation, two runs on one
+``--out`` both "succeeded", a crash between the two renames left ``--out``
+missing, CSV cells were spreadsheet formulas. Each test below is written from
+one of those reproducers.
+
+The computation itself is not under test here: in-process tests replace
+``audit()`` by a stub that returns one precomputed result (or fails if it is
+called at all, to show that a check ran before the computation). The tests at
+the end run real ``fairaes audit`` processes and interrupt them.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import sklearn_fairaes as sf
+import sklearn_fairaes.report as report_pkg
+from sklearn_fairaes.cli import main
+from sklearn_fairaes.report import _output
+from sklearn_fairaes.report._output import MARKER, claim_folder
+
+# group labels beginning with a tab or CR have no glyph in the figures' font;
+# matplotlib warns about that when it draws them, which is not under test here
+pytestmark = pytest.mark.filterwarnings("ignore:Glyph:UserWarning")
+
+FORMULA_CHARS = ["=", "+", "-", "@", "\t", "\r"]
+FAST = ["--representations", "bow", "--models", "ridge", "--cv", "2"]
+
+
+def _corpus(n: int = 30):
+    demo = sf.load_demo_essays()
+    frame = demo.iloc[:n][["essay_id", "essay", "score", "group"]].reset_index(drop=True)
+    return frame.astype({"essay_id": str})
+
+
+@pytest.fixture(scope="module")
+def formula_result():
+    """One real audit whose ids, groups and essays start with formula characters."""
+    frame = _corpus()
+    for i in range(len(frame)):
+        char = FORMULA_CHARS[i % len(FORMULA_CHARS)]
+        frame.loc[i, "essay_id"] = f"{char}id{i}"
+        frame.loc[i, "group"] = f"{char}G"
+        if i < len(FORMULA_CHARS):
+            frame.loc[i, "essay"] = char + frame.loc[i, "essay"]
+    return sf.audit(
+        frame,
+        text_col="essay",
+        score_col="score",
+        id_col="essay_id",
+        group_col="group",
+        representations=["bow"],
+        models=["ridge"],
+        cv=2,
+        random_state=0,
+        progress=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def page(formula_result):
+    return formula_result.to_html()
+
+
+@pytest.fixture(autouse=True)
+def rendered_once(monkeypatch, page):
+    """Write the module's one rendered page: drawing figures is not under test."""
+
+    def to_html(self, path=None):
+        if path is not None:
+            Path(path).write_text(page, encoding="utf-8")
+        return page
+
+    monkeypatch.setattr(sf.AuditResult, "to_html", to_html)
+
+
+def _tree_hash(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (hidden ones included) with its SHA-256."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _leftovers(parent: Path, name: str) -> list[str]:
+    return sorted(
+        p.name
+        for p in parent.iterdir()
+        if p.name.startswith((f".{name}.partial-", f".{name}.old-", f".{name}.lock"))
+    )
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project folder with the essays file and a prompt file in it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    data = project / "essays.tsv"
+    _corpus().to_csv(data, sep="\t", index=False)
+    (project / "prompt.txt").write_text(sf.load_demo_prompt(), encoding="utf-8")
+    return project, data
+
+
+def _audit_args(data: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "audit",
+        str(data),
+        "--text-col",
+        "essay",
+        "--score-col",
+        "score",
+        *FAST,
+        "--quiet",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """Make any call of audit() fail the test: the checks must come first."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("audit() ran although the output path is unusable")
+
+    monkeypatch.setattr(report_pkg, "audit", forbidden)
+
+
+@pytest.fixture
+def precomputed(monkeypatch, formula_result):
+    """audit() returns the module's real result at once (the CLI flow is under test)."""
+    calls = []
+
+    def fake(*args, **kwargs):
+        calls.append(kwargs)
+        return formula_result
+
+    monkeypatch.setattr(report_pkg, "audit", fake)
+    return calls
+
+
+@pytest.fixture
+def earlier(tmp_path, formula_result):
+    """An earlier report of ours at ``tmp_path/out``, and its hashes."""
+    out = tmp_path / "out"
+    formula_result.save(out)
+    return out, _tree_hash(out)
+
+
+# -- the marker and --force ------------------------------------------------------
+
+
+def test_save_writes_a_marker_listing_every_file(tmp_path, formula_result):
+    out = tmp_path / "report"
+    formula_result.save(out)
+    marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    assert marker["tool"] == "sklearn_fairaes" and marker["version"] == sf.__version__
+    written = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert set(marker["files"]) == written - {MARKER}
+    assert {"report.html", "results.json", "tables/predictions.csv"} <= written
+    assert _leftovers(tmp_path, "report") == []
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["project_folder", "input_file", "non_report", "file", "dot", "cwd", "home", "symlink"],
+)
+def test_force_never_replaces_what_is_not_ours(
+    tmp_path, capsys, monkeypatch, no_compute, case
+):
+    # the reproducer: `fairaes audit project/essays.tsv ... --out project --force`
+    # deleted the input file and everything else in project/
+    project, data = _project(tmp_path)
+    before = _tree_hash(tmp_path)
+    if case == "project_folder":
+        out, match = project, "the input"
+    elif case == "input_file":
+        out, match = data, "the input"
+    elif case == "non_report":
+        out = tmp_path / "thesis"
+        out.mkdir()
+        (out / "chapter1.tex").write_text("precious")
+        before = _tree_hash(tmp_path)
+        match = "is not a fairaes report"
+    elif case == "file":
+        out = tmp_path / "notes.txt"
+        out.write_text("precious")
+        before = _tree_hash(tmp_path)
+        match = "is a file, not a folder"
+    elif case == "dot":
+        monkeypatch.chdir(tmp_path)
+        out, match = Path("."), "is the current folder"
+    elif case == "cwd":
+        monkeypatch.chdir(project)
+        out, match = tmp_path, "is a parent of the current folder"
+    elif case == "home":
+        monkeypatch.setenv("HOME", str(tmp_path))
+        out, match = tmp_path, "is your home folder"
+    else:  # a link to the project folder: real paths are compared
+        out = tmp_path / "link"
+        out.symlink_to(project, target_is_directory=True)
+        before = _tree_hash(tmp_path)
+        match = "the input"
+    code = main(_audit_args(data, out, "--force"))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert match in err and str(out) in err
+    assert "Traceback" not in err
+    assert _tree_hash(tmp_path) == before
+
+
+def test_prompt_file_inside_out_is_refused(tmp_path, capsys, no_compute):
+    project, data = _project(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    prompt = reports / "prompt.txt"
+    prompt.write_text("Write about patience.")
+    code = main(_audit_args(data, reports, "--force", "--prompt-file", str(prompt)))
+    err = capsys.readouterr().err
+    assert code == 2 and f"the input {prompt} is inside --out" in err
+    assert prompt.read_text() == "Write about patience."
+
+
+def test_force_refuses_a_report_holding_files_it_did_not_write(
+    tmp_path, capsys, earlier, no_compute
+):
+    out, _ = earlier
+    (out / "my_notes.txt").write_text("precious")
+    before = _tree_hash(out)
+    code = main(_audit_args(tmp_path / "x.tsv", out, "--force"))
+    err = capsys.readouterr().err
+    assert code == 2 and "holds files it did not write (my_notes.txt)" in err
+    assert _tree_hash(out) == before
+
+
+def test_force_replaces_an_earlier_report(tmp_path, capsys, earlier, precomputed):
+    out, before = earlier
+    project, data = _project(tmp_path)
+    (out / "report.html").write_text("an older page")  # to see the replacement
+    code = main(_audit_args(data, out, "--force"))
+    assert code == 0, capsys.readouterr().err
+    assert (
+        _tree_hash(out) != before and "older page" not in (out / "report.html").read_text()
+    )
+    assert len(precomputed) == 1
+    assert _leftovers(tmp_path, "out") == []
+
+
+# -- output-path checks before any computation ------------------------------------
+
+
+def _read_only_parent(tmp_path, monkeypatch):
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    parent.chmod(0o555)
+    real_access = os.access
+
+    # root may write anywhere, whatever the mode: report the folder as not
+    # writable to os.access too, so the test means the same under root and users
+    def access(path, mode, **kwargs):
+        if Path(path) == parent and mode & os.W_OK:
+            return False
+        return real_access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    return parent / "out", "cannot write into"
+
+
+@pytest.mark.parametrize("case", ["read_only_parent", "under_a_file", "out_is_a_file"])
+def test_output_path_errors_come_before_the_computation(
+    tmp_path, capsys, monkeypatch, no_compute, case
+):
+    project, data = _project(tmp_path)
+    if case == "read_only_parent":
+        out, match = _read_only_parent(tmp_path, monkeypatch)
+    elif case == "under_a_file":
+        out, match = data / "report", "which is a file"
+    else:
+        out, match = project / "prompt.txt", "is a file, not a folder"
+    try:
+        code = main(_audit_args(data, out))
+    finally:
+        if (tmp_path / "locked").exists():
+            (tmp_path / "locked").chmod(0o755)  # so that pytest can remove it
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert match in err and str(out) in err
+
+
+def test_existing_report_is_refused_before_the_computation(
+    tmp_path, capsys, earlier, no_compute
+):
+    out, before = earlier
+    _, data = _project(tmp_path)
+    code = main(_audit_args(data, out))
+    err = capsys.readouterr().err
+    assert code == 2 and "already exists; pass --force" in err
+    assert _tree_hash(out) == before
+
+
+def test_n_jobs_zero_is_refused_at_parse_time(tmp_path, capsys, no_compute):
+    with pytest.raises(SystemExit) as exc:
+        main(_audit_args(tmp_path / "x.tsv", tmp_path / "out", "--n-jobs", "0"))
+    assert exc.value.code == 2
+    assert "--n-jobs: 0 runs nothing" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_parents_are_removed_again_when_the_run_fails(tmp_path, capsys):
+    _, data = _project(tmp_path)
+    out = tmp_path / "a" / "b" / "out"
+    code = main(_audit_args(data, out, "--text-col", "no_such_column"))
+    assert code == 2, capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+
+
+# -- one run at a time -------------------------------------------------------------
+
+
+def test_a_second_run_on_a_claimed_out_is_refused_at_once(tmp_path, capsys, no_compute):
+    _, data = _project(tmp_path)
+    out = tmp_path / "out"
+    first = claim_folder(out, force=False)
+    try:
+        code = main(_audit_args(data, out))
+    finally:
+        first.release()
+    err = capsys.readouterr().err
+    assert (
+        code == 2 and f"is being written by another fairaes run (pid {os.getpid()})" in err
+    )
+    assert not out.exists() and _leftovers(tmp_path, "out") == []
+
+
+def test_a_report_written_during_the_run_is_not_replaced(
+    tmp_path, capsys, monkeypatch, formula_result
+):
+    # the reproducer: two runs without --force both exited 0, the second
+    # replacing the first's report; here the other writer does not lock at all
+    _, data = _project(tmp_path)
+    out = tmp_path / "out"
+
+    def other_writer_meanwhile(*args, **kwargs):
+        out.mkdir()
+        (out / MARKER).write_text(json.dumps({"tool": "sklearn_fairaes", "files": ["a"]}))
+        (out / "a").write_text("the other run's report")
+        return formula_result
+
+    monkeypatch.setattr(report_pkg, "audit", other_writer_meanwhile)
+    code = main(_audit_args(data, out))
+    err = capsys.readouterr().err
+    assert code == 2 and "already exists; pass --force" in err
+    assert (out / "a").read_text() == "the other run's report"
+    assert _leftovers(tmp_path, "out") == []
+
+
+# -- the swap and its recovery -----------------------------------------------------
+
+
+def test_interrupt_between_the_two_renames_puts_the_old_report_back(
+    tmp_path, monkeypatch, earlier, formula_result
+):
+    out, before = earlier
+
+    def interrupt(point):
+        if point == "between-renames":
+            assert not out.exists()  # the instant the issue describes
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(_output, "pause", interrupt)
+    with pytest.raises(KeyboardInterrupt, match="^$"):
+        formula_result.save(out)
+    assert _tree_hash(out) == before
+    assert _leftovers(tmp_path, "out") == []
+
+
+def test_next_run_recovers_a_dead_runs_swap(tmp_path, earlier, formula_result):
+    # what a SIGKILL between the two renames leaves: no out, the old report
+    # aside, the new one partial, the lock file naming both
+    out, before = earlier
+    old, partial = tmp_path / ".out.old-1-aa", tmp_path / ".out.partial-1-aa"
+    out.rename(old)
+    partial.mkdir()
+    (partial / "results.json").write_text("{")
+    (tmp_path / ".out.lock").write_text(
+        json.dumps({"pid": 1, "partial": partial.name, "old": old.name})
+    )
+    stranger = tmp_path / ".out.partial-not-ours"  # no marker, not named: kept
+    stranger.mkdir()
+    (stranger / "keep.txt").write_text("precious")
+    claim = claim_folder(out, force=True, option="folder")
+    claim.release()
+    assert _tree_hash(out) == before
+    assert any("restored the earlier report" in n for n in claim.notes)
+    assert _leftovers(tmp_path, "out") == [stranger.name]
+    assert (stranger / "keep.txt").read_text() == "precious"
+
+
+def test_report_folder_and_files_follow_the_umask(tmp_path, formula_result):
+    old = os.umask(0o027)
+    try:
+        formula_result.save(tmp_path / "out")
+    finally:
+        os.umask(old)
+    out = tmp_path / "out"
+    assert out.stat().st_mode & 0o777 == 0o750  # mkdtemp would give 0o700
+    assert (out / "tables").stat().st_mode & 0o777 == 0o750
+    assert (out / "report.html").stat().st_mode & 0o777 == 0o640
+    assert (out / "tables" / "agreement.csv").stat().st_mode & 0o777 == 0o640
+
+
+# -- AuditResult.save --------------------------------------------------------------
+
+
+def test_save_refuses_a_folder_that_is_not_ours(tmp_path, formula_result):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "results.json").write_text("my own results")
+    with pytest.raises(ValueError, match="is not a fairaes report"):
+        formula_result.save(folder)
+    assert (folder / "results.json").read_text() == "my own results"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_save_into_an_empty_folder_and_over_its_own_report(tmp_path, formula_result):
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    formula_result.save(folder)
+    (folder / "tables" / "stale.csv").write_text("x")  # not listed: refused
+    with pytest.raises(ValueError, match=r"did not write \(tables/stale.csv\)"):
+        formula_result.save(folder)
+    (folder / "tables" / "stale.csv").unlink()
+    formula_result.save(folder)
+    assert (folder / MARKER).exists() and _leftovers(tmp_path, "empty") == []
+
+
+# -- disk full, Ctrl-C, --quiet -----------------------------------------------------
+
+
+def test_disk_full_during_the_save_exits_2_and_keeps_the_old_report(
+    tmp_path, capsys, monkeypatch, earlier, precomputed
+):
+    out, before = earlier
+    _, data = _project(tmp_path)
+
+    def full(self, path=None):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(sf.AuditResult, "to_html", full)
+    code = main(_audit_args(data, out, "--force"))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"cannot write the report to {out}: No space left on device" in err
+    assert "Traceback" not in err
+    assert _tree_hash(out) == before
+    assert _leftovers(tmp_path, "out") == []
+
+
+def test_ctrl_c_during_the_computation_exits_130(tmp_path, capsys, monkeypatch, earlier):
+    out, before = earlier
+    _, data = _project(tmp_path)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_pkg, "audit", interrupted)
+    code = main(_audit_args(data, out, "--force"))
+    err = capsys.readouterr().err
+    assert code == 130
+    assert err.count("\n") == 1 and "fairaes: interrupted" in err
+    assert _tree_hash(out) == before and _leftovers(tmp_path, "out") == []
+
+
+# -- CSV formula injection ----------------------------------------------------------
+
+
+def _cells(path: Path) -> list[list[str]]:
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.reader(fh))
+
+
+def test_csv_cells_that_spreadsheets_would_run_are_neutralised(tmp_path, formula_result):
+    out = tmp_path / "out"
+    formula_result.save(out)
+    for path in (out / "tables").glob("*.csv"):
+        for row in _cells(path):
+            for cell in row:
+                if cell.startswith(tuple(FORMULA_CHARS)):
+                    float(cell)  # only numbers may start so (e.g. a negative SMD)
+    ids = [r[0] for r in _cells(out / "tables" / "predictions.csv")[1:]]
+    assert ids[: len(FORMULA_CHARS)] == [f"'{c}id{i}" for i, c in enumerate(FORMULA_CHARS)]
+    groups = {r[2] for r in _cells(out / "tables" / "group_agreement.csv")[1:]}
+    assert groups == {"all"} | {f"'{c}G" for c in FORMULA_CHARS}
+    pairs = _cells(out / "tables" / "extreme_pairs.csv")
+    text = pairs[0].index("text_a")
+    assert all(not r[text].startswith(tuple(FORMULA_CHARS)) for r in pairs[1:])
+    # numbers stay numbers: the CSV's SMD equals the table's, sign included
+    agreement = _cells(out / "tables" / "agreement.csv")
+    smd = float(agreement[1][agreement[0].index("smd")])
+    assert smd == pytest.approx(float(formula_result.tables["agreement"]["smd"].iloc[0]))
+    data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    raw_ids = [r["id"] for r in data["tables"]["predictions"]]
+    assert raw_ids[: len(FORMULA_CHARS)] == [
+        f"{c}id{i}" for i, c in enumerate(FORMULA_CHARS)
+    ]
+
+
+# -- real processes, interrupted ----------------------------------------------------
+
+ENTRY = "import sys; from sklearn_fairaes.cli import main; sys.exit(main())"
+
+
+def _start(args: list[str], pause: str | None = None) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env.pop(_output._PAUSE_ENV, None)
+    if pause:
+        env[_output._PAUSE_ENV] = pause
+    return subprocess.Popen(
+        [sys.executable, "-c", ENTRY, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(condition, proc, timeout=300.0):
+    end = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended early: {proc.communicate()}")
+        if time.monotonic() > end:
+            proc.kill()
+            raise AssertionError("timed out waiting for the run")
+        time.sleep(0.02)
+
+
+def _glob(parent: Path, pattern: str) -> list[Path]:
+    return sorted(parent.glob(pattern))
+
+
+@pytest.mark.slow  # five real runs, three to the save: ~60 s idle, 3 min on a busy machine
+def test_real_runs_interrupted_and_concurrent_lose_nothing(tmp_path, formula_result):
+    project, data = _project(tmp_path)
+    prompt = project / "prompt.txt"
+    out = tmp_path / "out"
+    formula_result.save(out)
+    inputs = _tree_hash(project)
+    report = _tree_hash(out)
+    args = _audit_args(data, out, "--force")
+    lock = tmp_path / ".out.lock"
+
+    def intact():
+        assert _tree_hash(project) == inputs
+        assert _tree_hash(out) == report
+
+    # 1. Ctrl-C during the computation: exit 130, one line, nothing changed
+    proc = _start(args, pause="claimed=0.5")
+    _wait_for(lock.exists, proc)
+    time.sleep(0.6)  # past the claim, into reading and computing
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.count("\n") == 1 and "interrupted" in err and "Traceback" not in err
+    intact()
+    assert _leftovers(tmp_path, "out") == []
+
+    # 2. a second run while the first one computes: refused at once; then the
+    # first is killed between two files of its save
+    first = _start(args, pause="between-files=60")
+    _wait_for(lock.exists, first)
+    second = subprocess.run(
+        [sys.executable, "-c", ENTRY, *args], capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 2, second.stderr
+    assert f"being written by another fairaes run (pid {first.pid})" in second.stderr
+    _wait_for(lambda: bool(_glob(tmp_path, ".out.partial-*/tables/*.csv")), first)
+    first.kill()
+    first.communicate(timeout=60)
+    intact()
+    assert _glob(tmp_path, ".out.partial-*")  # what SIGKILL leaves
+
+    # 3. SIGKILL between the two renames: --out is missing for that instant
+    proc = _start(args, pause="between-renames=60")
+    _wait_for(lambda: not out.exists() and bool(_glob(tmp_path, ".out.old-*")), proc)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert not out.exists()
+    assert _tree_hash(_glob(tmp_path, ".out.old-*")[0]) == report
+
+    # 4. the next run (here one that fails on its input) restores the old report
+    # and removes what the killed runs left
+    proc = _start(_audit_args(data, out, "--force", "--text-col", "no_such_column"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "no_such_column" in err, err
+    intact()
+    assert _leftovers(tmp_path, "out") == []
+
+    # 5. a run to the end under --quiet prints nothing at all (not even the
+    # progress bar of the Sentence-BERT weights that the prompt features load)
+    # and replaces the report
+    proc = _start([*args, "--prompt-file", str(prompt)])
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert (stdout, stderr) == ("", "")
+    assert _tree_hash(out) != report and (out / MARKER).exists()
+    assert _tree_hash(project) == inputs
+    assert _leftovers(tmp_path, "out") == []
