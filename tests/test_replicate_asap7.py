@@ -109,3 +109,78 @@ def test_short_run_writes_every_table_and_figure(script, tmp_path, minilm, capsy
 
     with pytest.raises(SystemExit, match="exists; pass --force"):
         script.main(["--data", str(ASAP7), "--out", str(out), "--n-essays", "60"])
+
+
+def _lipschitz_reference(X, y, normalize):
+    """The paper's recipe with scipy: pdist cosine and |dy|, normalised, o <= d."""
+    from scipy.spatial.distance import pdist
+
+    d = pdist(X, "cosine")
+    o = pdist(np.asarray(y, float)[:, None], "cityblock")
+    if normalize == "minmax":
+        d = (d - d.min()) / (d.max() - d.min())
+        o = (o - o.min()) / (o.max() - o.min())
+    else:
+        d, o = d / d.max(), o / o.max()
+    return float(np.mean(o <= d))
+
+
+def test_representation_only_writes_the_model_free_numbers(script, tmp_path, minilm):
+    """--representation-only: each value against scipy / sklearn on the same essays."""
+    import json
+
+    from sklearn.metrics import cohen_kappa_score
+
+    import sklearn_fairaes as sf
+
+    require_file(ASAP7)
+    out = tmp_path / "repr"
+    argv = [
+        "--data",
+        str(ASAP7),
+        "--out",
+        str(out),
+        "--n-essays",
+        "60",
+        "--sbert",
+        "minilm",
+    ]
+    assert script.main([*argv, "--representation-only"]) == 0
+    record = json.loads((out / "representation.json").read_text(encoding="utf-8"))
+    assert record["meta"]["n_essays"] == 60
+    assert record["meta"]["sbert_model"] == "all-MiniLM-L6-v2"
+    md = (out / "representation.md").read_text(encoding="utf-8")
+    assert md == script.representation_markdown(record)
+    assert not (out / "comparison.md").exists()  # no model was trained
+    got = {
+        (r["table"], r["representation"], r["quantity"]): r["ours"] for r in record["rows"]
+    }
+
+    data = sf.load_asap(ASAP7, prompt=7).iloc[:60]
+    y = data["domain1_score"].to_numpy(float)
+    X = sf.BowVectorizer().fit_transform(list(data["essay"])).toarray()
+    for normalize in ("minmax", "max"):
+        ref = 100 * _lipschitz_reference(X, y, normalize)
+        assert got[("table3", "bow", f"lipschitz_{normalize}_pct")] == pytest.approx(
+            ref, abs=1e-9
+        )
+    from scipy.spatial.distance import pdist
+
+    d = pdist(X, "cosine")
+    assert got[("distance_range", "bow", "min_distance")] == pytest.approx(
+        d.min(), abs=1e-9
+    )
+    assert got[("distance_range", "bow", "max_distance")] == pytest.approx(
+        d.max(), abs=1e-9
+    )
+    r1 = data["rater1_domain1"].to_numpy(int)
+    r2 = data["rater2_domain1"].to_numpy(int)
+    scale = np.arange(min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1)
+    ref_qwk = cohen_kappa_score(r1, r2, labels=scale, weights="quadratic")
+    assert got[("human", "", "qwk")] == pytest.approx(ref_qwk, abs=1e-12)
+    assert got[("vocabulary", "bow", "n_terms")] == X.shape[1]
+    # MiniLM ran too (its values are guarded on all essays by test_replication_guard)
+    assert 0 < got[("table3", "sbert", "lipschitz_minmax_pct")] <= 100
+
+    with pytest.raises(SystemExit, match="exists; pass --force"):
+        script.main([*argv, "--representation-only"])
