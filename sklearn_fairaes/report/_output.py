@@ -328,8 +328,15 @@ class ReportFolder:
                 f"{self.out}: cannot create the lock file {self._lock} "
                 f"({exc.strerror}); choose a writable {self.option}"
             ) from None
-        self._write_record()
-        self._recover(record)
+        try:
+            self._write_record()
+            self._recover(record)
+        except OSError as exc:
+            raise OutputError(
+                f"{self.out}: cannot tidy up after an earlier run in {self.real.parent} "
+                f"({exc.strerror}: {exc.filename}); fix the permissions or choose "
+                f"another {self.option}"
+            ) from None
         self._check_existing()
         pause("claimed")
 
