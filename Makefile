@@ -73,6 +73,7 @@ FLOOR_TESTS := tests/test_sklearn_range.py tests/test_contract.py tests/test_vec
 	tests/test_scorer.py tests/test_scorer_sklearn.py tests/test_fair_refit.py \
 	tests/test_model_selection.py tests/test_agreement_weights.py \
 	sklearn_fairaes/model_selection sklearn_fairaes/metrics/_scorer.py
+# (the README's MiniLM search takes ~3 min of model time and meets no more of sklearn)
 
 $(FLOOR_STAMP): pyproject.toml
 	test -n "$(SKLEARN_FLOOR)"  # the floor is read from pyproject.toml
@@ -85,7 +86,8 @@ $(FLOOR_STAMP): pyproject.toml
 test-floor: resources $(FLOOR_STAMP)
 	$(FLOOR_PY) -c "import sklearn; from packaging.version import Version as V; \
 		assert V(sklearn.__version__) == V('$(SKLEARN_FLOOR)'), sklearn.__version__"
-	$(FLOOR_PY) -m pytest -q -m "not slow" $(FLOOR_TESTS)
+	$(FLOOR_PY) -m pytest -q -m "not slow" $(FLOOR_TESTS) \
+		--deselect tests/test_model_selection.py::test_intended_use_as_written
 
 LINTED := sklearn_fairaes tests benchmarks examples docs/conf.py .ci
 
