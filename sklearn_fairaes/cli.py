@@ -11,10 +11,11 @@ before the audit runs, and a second run on the same ``--out`` is refused at once
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -589,6 +590,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _silenced(quiet: bool) -> Iterator[None]:
+    """Under --quiet, print nothing while the command runs; errors come after.
+
+    Warnings are ignored (the report keeps the audit's notes), and file
+    descriptors 1 and 2 point to the null device, which silences what libraries
+    print by themselves (the progress bar of a model's weights, C and Rust
+    code); they are restored before an error is printed.
+    """
+    if not quiet:
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        saved = []
+        try:
+            for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+                stream.flush()
+                try:
+                    saved.append((fd, os.dup(fd)))
+                except OSError:  # no such descriptor (an embedding program)
+                    continue
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, fd)
+                os.close(null)
+            yield
+        finally:
+            for fd, copy in saved:
+                with contextlib.suppress(ValueError, OSError):
+                    (sys.stdout if fd == 1 else sys.stderr).flush()
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``fairaes`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
 
@@ -617,10 +652,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        with warnings.catch_warnings():
-            if getattr(args, "quiet", False):
-                # --quiet promises silence on success; the report keeps its notes
-                warnings.simplefilter("ignore")
+        with _silenced(getattr(args, "quiet", False)):
             return int(args.func(args))
     except BadInput as exc:
         print(f"fairaes: error: {exc}", file=sys.stderr)
