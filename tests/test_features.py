@@ -151,7 +151,11 @@ def test_prompt_similarity_sbert_is_cosine_of_encoder(minilm):
         CAT_PROMPT, features=["prompt_similarity_sbert"], sbert_model=minilm
     )
     got = feats.fit_transform(essays)[:, 0]
-    E = SentenceBertEncoder(minilm, cache=None).fit([""]).transform(essays[:2] + [CAT_PROMPT])
+    E = (
+        SentenceBertEncoder(minilm, cache=None)
+        .fit([""])
+        .transform(essays[:2] + [CAT_PROMPT])
+    )
     ref = cosine_similarity(E[:2], E[2:])[:, 0]
     np.testing.assert_allclose(got[:2], ref, atol=1e-5)
     assert got[2] == 0.0  # an empty essay has no similarity, not the embedding of ""

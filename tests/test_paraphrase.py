@@ -392,7 +392,9 @@ def test_missing_sense_counts_say_what_to_do(wn, monkeypatch):
     real = module._wordnet()
     monkeypatch.setattr(module, "_wordnet", lambda: (real[0], real[1], False))
     with pytest.raises(ResourceNotFoundError, match=r"cntlist\.rev.*min_count=0"):
-        WordNetParaphraser(min_count=2, pos_tagger=lambda toks: ["NN"] * len(toks)).fit([""])
+        WordNetParaphraser(min_count=2, pos_tagger=lambda toks: ["NN"] * len(toks)).fit(
+            [""]
+        )
     WordNetParaphraser(min_count=0, pos_tagger=lambda toks: ["NN"] * len(toks)).fit([""])
 
 
