@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -75,6 +76,18 @@ def require_module(name: str, extra: str, how: str | None = None) -> ModuleType:
     if importlib.util.find_spec(top) is None:
         missing_resource(f"Python package {top} ({how or f'pip install .[{extra}]'})")
     return importlib.import_module(name)
+
+
+@pytest.fixture(scope="module")
+def script():
+    """examples/replicate_asap7.py as a module (its tests and the replication guard)."""
+    spec = importlib.util.spec_from_file_location(
+        "replicate_asap7", REPO / "examples" / "replicate_asap7.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["replicate_asap7"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

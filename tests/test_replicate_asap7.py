@@ -1,8 +1,6 @@
 """examples/replicate_asap7.py: its copy of the recorded numbers, and a short run."""
 
-import importlib.util
 import re
-import sys
 
 import numpy as np
 import pandas as pd
@@ -10,17 +8,6 @@ import pytest
 from conftest import ASAP7, REPO, require_file
 
 SEEDS = REPO.parent / "shared" / "seeds" / "REFERENCE_NUMBERS.md"
-
-
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location(
-        "replicate_asap7", REPO / "examples" / "replicate_asap7.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["replicate_asap7"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _section(text, heading):

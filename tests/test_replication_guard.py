@@ -14,10 +14,8 @@ quotes the script's rendering of that file, and
   from 96.05% to 98.41% and its vocabulary from 15,335 to 7,738 terms.
 """
 
-import importlib.util
 import json
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -41,17 +39,6 @@ TOLERANCE = {
     "qwk": 1e-9,
     "n_terms": 0,
 }
-
-
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location(
-        "replicate_asap7", REPO / "examples" / "replicate_asap7.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["replicate_asap7"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
