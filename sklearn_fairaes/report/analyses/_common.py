@@ -1,0 +1,189 @@
+"""Helpers shared by the pair analyses (Lipschitz, extreme pairs, paraphrases).
+
+The pair metrics warn when a quantity is undefined or degenerate (all pair
+distances equal, a constant score series). In an audit these are facts
+about one study's data, which the report states once with the places they
+arose, rather than a warning per representation and system: the analyses
+call the metrics through :func:`noting` and turn what it collected into
+notes with :func:`pair_notes`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+_Result = TypeVar("_Result")
+
+# A representation whose pair distances are mostly one value (all essays empty
+# vectors, or all identical) cannot tell essays apart: flagged in the report.
+DEGENERATE_SHARE = 0.5
+
+
+def noting(
+    collected: dict[str, list[str]],
+    where: str,
+    func: Callable[..., _Result],
+    *args: Any,
+    keep: type[Warning] = UserWarning,
+    **kwargs: Any,
+) -> _Result:
+    """Call ``func(*args, **kwargs)``, keeping its ``keep`` warnings in ``collected``.
+
+    ``collected`` maps a warning's message to the places (``where``) it
+    arose, each place once; warnings of other categories pass through
+    unchanged.
+
+    Parameters
+    ----------
+    collected : dict of str to list of str
+        Updated in place.
+    where : str
+        Where the call is, for the note (e.g. ``"tfidf + ridge"``).
+    func : callable
+        The metric to call.
+    *args, **kwargs
+        Its arguments.
+    keep : type of Warning, default=UserWarning
+        The category (and its subclasses) kept as notes.
+
+    Returns
+    -------
+    result : object
+        What ``func`` returned.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> def metric(x):
+    ...     warnings.warn("all distances are equal", UserWarning)
+    ...     return x + 1
+    >>> seen = {}
+    >>> noting(seen, "tfidf + ridge", metric, 1)
+    2
+    >>> seen
+    {'all distances are equal': ['tfidf + ridge']}
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = func(*args, **kwargs)
+    for w in caught:
+        if issubclass(w.category, keep):
+            places = collected.setdefault(str(w.message), [])
+            if where not in places:
+                places.append(where)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result
+
+
+def pair_notes(collected: dict[str, list[str]], label: str = "Pair metrics") -> list[str]:
+    """One report note per collected warning message, naming where it arose.
+
+    Parameters
+    ----------
+    collected : dict of str to list of str
+        As filled by :func:`noting`.
+    label : str, default="Pair metrics"
+        What the note is about, put in front.
+
+    Returns
+    -------
+    notes : list of str
+
+    Examples
+    --------
+    >>> pair_notes({"all distances are equal": ["bow + ridge", "bow, human scores"]})
+    ['Pair metrics: all distances are equal (bow + ridge; bow, human scores).']
+    """
+    return [
+        f"{label}: {message} ({'; '.join(places)})."
+        for message, places in collected.items()
+    ]
+
+
+def where(representation: str, system: str) -> str:
+    """The place of a pair metric call in a note: ``"tfidf + ridge"``, ``"tfidf, human scores"``.
+
+    Examples
+    --------
+    >>> where("tfidf", "ridge"), where("tfidf", "human")
+    ('tfidf + ridge', 'tfidf, human scores')
+    """
+    return (
+        f"{representation}, human scores"
+        if system == "human"
+        else f"{representation} + {system}"
+    )
+
+
+def dense(X: Any) -> NDArray[Any]:
+    """``X`` as a dense array (sparse matrices densified).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> dense(sp.csr_matrix([[0.0, 1.0]])).tolist()
+    [[0.0, 1.0]]
+    """
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
+def degenerate_distances(representation: str, d: Any) -> str | None:
+    """A warning when most pair distances are 0 or one same value, else None.
+
+    Parameters
+    ----------
+    representation : str
+        Its name, for the message.
+    d : array-like
+        The pair distances (all of them, or a sample).
+
+    Returns
+    -------
+    message : str or None
+
+    Examples
+    --------
+    >>> degenerate_distances("bow", [0.0, 0.0, 0.0, 0.4]).split(",")[0]
+    'bow: 75% of the essay pairs are at distance 0'
+    >>> degenerate_distances("bow", [0.1, 0.2, 0.3]) is None
+    True
+    """
+    d = np.asarray(d, dtype=float)
+    if not d.size:
+        return None
+    share_zero = float(np.mean(d <= 1e-12))
+    _, counts = np.unique(np.round(d, 12), return_counts=True)
+    share_same = float(counts.max()) / d.size
+    if max(share_zero, share_same) <= DEGENERATE_SHARE:
+        return None
+    what = (
+        f"{share_zero:.0%} of the essay pairs are at distance 0"
+        if share_zero >= share_same
+        else f"{share_same:.0%} of the essay pairs are at one same distance"
+    )
+    return (
+        f"{representation}: {what}, so this representation hardly tells the essays apart; "
+        f"its Lipschitz fractions, score-difference curves and extreme pairs say little "
+        f"about fairness. Check the essays' text (language, script, empty essays) or "
+        f"use another representation."
+    )
+
+
+def no_spaces_reason() -> str:
+    """Why a pair analysis cannot run on a study without representations.
+
+    Examples
+    --------
+    >>> no_spaces_reason().startswith("no text representation")
+    True
+    """
+    return (
+        "no text representation was fitted for these essays, so there are no essay "
+        "pairs to compare (give at least one representation, e.g. tfidf)"
+    )
