@@ -26,6 +26,7 @@ __all__ = [
     "check_grades",
     "check_predictor",
     "check_score_range",
+    "check_score_column",
     "MAX_SCORE_POINTS",
 ]
 
@@ -608,6 +609,179 @@ def _missing_label(value: object) -> bool:
     if isinstance(value, (np.datetime64, np.timedelta64)):
         return bool(np.isnat(value))
     return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _cell(value: object, limit: int = 40) -> str:
+    """``repr`` of a data cell, cut to ``limit`` characters (one-line messages)."""
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _blank(value: object) -> bool:
+    """Whether a cell is empty: None, NaN, pandas.NA, or a blank string."""
+    if isinstance(value, str):
+        return not value.strip()
+    return _missing_label(value)
+
+
+def _as_number(value: object) -> float | None:
+    """A cell as a float: a real number or a string that reads as one, else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def check_score_column(
+    values: Any,
+    *,
+    name: str,
+    rows: Sequence[int] | NDArray[np.integer[Any]] | None = None,
+    prompt: object = None,
+    score_range: tuple[float, float] | None = None,
+    kind: str = "score",
+    range_source: Literal["declared", "inferred"] = "declared",
+) -> NDArray[np.float64]:
+    """Validate one column of scores of a data table; return it as float64.
+
+    The one check of a column of scores in a user's table (the human score,
+    a rater, a scoring system's scores, a grade), so that the audit, the
+    command line and the data loaders word a bad cell alike: which column,
+    which data row, which prompt, what it holds and how to fix it.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_rows,)
+        The column's cells: numbers, or strings that read as numbers (a file
+        read as text, where every cell is a string). A pandas Series or a
+        one-column DataFrame is accepted.
+    name : str
+        The column's name, as the user wrote it.
+    rows : array-like of int of shape (n_rows,), default=None
+        The data-row number of each cell, counted from 1 as in the file (the
+        header is not a data row); None numbers the cells 1 to n_rows. Pass
+        the rows of the whole table when ``values`` is a subset of it (one
+        prompt's essays), so that a message names the row the user sees.
+    prompt : object, default=None
+        The prompt (or question) the rows belong to; named in messages.
+    score_range : tuple of two numbers, default=None
+        The score scale ``(low, high)``, both ends included; a score outside
+        it is refused. None accepts any finite number.
+    kind : str, default="score"
+        What the column holds, for messages: ``"score"`` gives
+        ``"score column 'x'"``, ``"system"`` gives ``"system column 'x'"``.
+    range_source : {"declared", "inferred"}, default="declared"
+        Whether ``score_range`` was declared by the user or inferred from the
+        human scores; only the wording of the out-of-scale message depends on it.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_rows,), dtype float64
+
+    Raises
+    ------
+    ValueError
+        If a cell is blank (empty, whitespace, None, NaN), is not a number
+        (e.g. ``"ten"``), is infinite, or lies outside ``score_range``; or if
+        ``rows`` does not give one row number per cell. The message names the
+        column, the first such data row and its value, the prompt, and how
+        many rows are affected.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import check_score_column
+    >>> check_score_column(["2", "3", "4.5"], name="engine", kind="system")
+    array([2. , 3. , 4.5])
+    >>> check_score_column(["2", "", "4"], name="engine", kind="system",
+    ...                    rows=[11, 12, 13], prompt="7")
+    Traceback (most recent call last):
+    ...
+    ValueError: system column 'engine' is blank in data row 12 (prompt '7'; 1 such row(s)); give every essay a score, or drop the rows
+    """
+    if isinstance(values, (str, bytes)):
+        raise ValueError(
+            f"{kind} column {name!r} must be a column of scores (one cell per row), "
+            f"got a single {type(values).__name__}"
+        )
+    if hasattr(values, "columns") and hasattr(values, "iloc"):  # a DataFrame
+        if values.shape[1] != 1:
+            raise ValueError(
+                f"{kind} column {name!r} is a DataFrame with {values.shape[1]} columns; "
+                f"pass the one column that holds the scores"
+            )
+        values = values.iloc[:, 0]
+    cells = values.tolist() if hasattr(values, "tolist") else list(values)
+    n = len(cells)
+    numbers_of = np.arange(1, n + 1) if rows is None else np.asarray(rows).reshape(-1)
+    if numbers_of.shape[0] != n:
+        raise ValueError(
+            f"rows gives {numbers_of.shape[0]} row number(s) for the {n} cell(s) of "
+            f"{kind} column {name!r}; pass one data-row number per cell"
+        )
+    where = f"prompt {prompt!r}; " if prompt is not None else ""
+    blank = np.fromiter((_blank(v) for v in cells), bool, n)
+    parsed = [None if b else _as_number(v) for v, b in zip(cells, blank)]
+    text = np.fromiter((p is None and not b for p, b in zip(parsed, blank)), bool, n)
+    if blank.any():
+        i = int(np.flatnonzero(blank)[0])
+        raise ValueError(
+            f"{kind} column {name!r} is blank in data row {int(numbers_of[i])} "
+            f"({where}{int(blank.sum())} such row(s)); give every essay a score, or "
+            f"drop the rows"
+        )
+    if text.any():
+        i = int(np.flatnonzero(text)[0])
+        raise ValueError(
+            f"{kind} column {name!r} must hold numbers; data row {int(numbers_of[i])} "
+            f"holds {_cell(cells[i])} ({where}{int(text.sum())} such row(s)). Fix or "
+            f"drop them."
+        )
+    scores = np.array(parsed, dtype=np.float64)
+    # a string "nan" reads as a number, but it is a missing score
+    missing = np.isnan(scores)
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise ValueError(
+            f"{kind} column {name!r} is blank in data row {int(numbers_of[i])} "
+            f"({_cell(cells[i])}; {where}{int(missing.sum())} such row(s)); give every "
+            f"essay a score, or drop the rows"
+        )
+    infinite = np.isinf(scores)
+    if infinite.any():
+        i = int(np.flatnonzero(infinite)[0])
+        raise ValueError(
+            f"{kind} column {name!r} holds a non-finite score in data row "
+            f"{int(numbers_of[i])} ({_cell(cells[i])}; {where}{int(infinite.sum())} "
+            f"such row(s)); give the score point, or drop the row"
+        )
+    if score_range is not None:
+        low, high = (float(v) for v in score_range)
+        outside = (scores < low) | (scores > high)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            if range_source == "declared":
+                scale = f"the declared score scale {low:g} to {high:g}"
+                fix = "fix those rows, or declare the scale the scores use"
+            else:
+                scale = (
+                    f"the score scale {low:g} to {high:g} inferred from the human scores"
+                )
+                fix = (
+                    "declare the rubric's scale with score_range=(low, high) "
+                    "(--score-range low,high), or fix those rows"
+                )
+            raise ValueError(
+                f"{kind} column {name!r} holds {scores[i]:.6g} in data row "
+                f"{int(numbers_of[i])}, outside {scale} ({where}{int(outside.sum())} "
+                f"such row(s)); {fix}"
+            )
+    return scores
 
 
 def check_groups(

@@ -818,3 +818,145 @@ def test_report_bad_input(y_pred, kwargs, exc, match):
     require_module("pandas", "report")
     with pytest.raises(exc, match=match):
         agreement_report([1, 2, 3, 4], y_pred, **kwargs)
+
+
+# --------------------------------------------------------------------------- declared scale
+
+
+def _rsmtool_trim_round(pred, low, high):
+    # RSMTool's raw_trim_round, written out independently: clip to the scale
+    # +- 0.4998, then round half to even
+    return np.rint(np.clip(np.asarray(pred, dtype=float), low - 0.4998, high + 0.4998))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 3).flatmap(
+        lambda low: st.tuples(
+            st.just(low),
+            st.integers(low + 1, low + 8),
+            st.integers(2, 30),
+            st.integers(0, 10_000),
+        )
+    )
+)
+def test_score_range_equals_sklearn_with_the_scale_as_labels(spec):
+    low, high, n, seed = spec
+    rng = np.random.default_rng(seed)
+    y = rng.integers(low, high + 1, n)
+    # continuous predictions reaching well outside the scale on both sides
+    pred = rng.uniform(low - 3, high + 3, n)
+    expected_pred = _rsmtool_trim_round(pred, low, high)
+    assume(np.ptp(y) > 0 or np.ptp(expected_pred) > 0 or y[0] != expected_pred[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # sklearn's 0/0 on one point
+        expected = cohen_kappa_score(
+            y, expected_pred, labels=np.arange(low, high + 1), weights="quadratic"
+        )
+    assume(np.isfinite(expected))
+    got = qwk(y, pred, score_range=(low, high))
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+    # on rounded scores the trimming changes nothing: score_range == labels
+    np.testing.assert_allclose(
+        got, qwk(y, pred, labels=np.arange(low, high + 1)), rtol=RTOL, atol=ATOL
+    )
+
+
+def test_declared_scale_is_not_clipped_to_the_observed_range():
+    # the example: humans used 2-4 of a 0-6 scale, the model says 0 and 6
+    y = np.array([2, 3, 4, 3, 2, 4])
+    pred = np.array([0, 3, 6, 3, 0, 6])
+    assert qwk(y, pred) == 1.0  # clipped to the observed 2-4: looks perfect
+    declared = qwk(y, pred, score_range=(0, 6))
+    expected = cohen_kappa_score(y, pred, labels=np.arange(7), weights="quadratic")
+    assert declared == pytest.approx(expected, abs=1e-12)
+    assert declared < 0.8
+
+
+def test_score_range_with_continuous_qwk_trims_first():
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    pred = np.array([-2.0, 1.2, 2.2, 9.0])
+    trimmed = np.array([-0.4998, 1.2, 2.2, 3.4998])
+    # Haberman's formula with population moments, written out
+    cov = np.mean((y - y.mean()) * (trimmed - trimmed.mean()))
+    expected = 2 * cov / (y.var() + trimmed.var() + (y.mean() - trimmed.mean()) ** 2)
+    got = qwk(y, pred, score_range=(0, 3), rounding=None)
+    assert got == pytest.approx(expected, abs=1e-12)
+    assert got != pytest.approx(qwk(y, pred, rounding=None), abs=1e-3)
+
+
+def test_agreement_rate_with_score_range_trims_and_rounds():
+    y = [0, 1, 2, 3]
+    pred = [-3.0, 1.6, 2.4, 7.0]  # -> 0, 2, 2, 3 on the 0-3 scale
+    assert agreement_rate(y, pred, score_range=(0, 3)) == 0.75
+    assert agreement_rate(y, pred, tolerance=1, score_range=(0, 3)) == 1.0
+    # on a 0-5 scale 7.0 is trimmed to 5.4998 and rounds to 5, two points from 3
+    assert agreement_rate(y, pred, tolerance=1, score_range=(0, 5)) == 0.75
+
+
+def test_report_with_score_range_counts_and_trims_like_rsmtool():
+    y = np.array([1, 2, 3, 4, 2, 3, 1, 4])
+    pred = {
+        "inside": np.array([1.2, 2.1, 3.4, 3.8, 2.2, 2.6, 1.0, 4.0]),
+        "outside": np.array([-0.5, 2.1, 3.4, 6.0, 2.2, 2.6, 0.9, 4.49]),
+    }
+    report = agreement_report(y, pred, score_range=(1, 4))
+    assert list(report.columns[:3]) == ["n", "n_outside_scale", "qwk"]
+    # -0.5, 6.0, 0.9 and 4.49 lie outside [1, 4] before trimming
+    assert report.loc["inside", "n_outside_scale"] == 0
+    assert report.loc["outside", "n_outside_scale"] == 4
+    for name, p in pred.items():
+        trimmed = np.clip(p, 1 - 0.4998, 4 + 0.4998)
+        rounded = np.rint(trimmed)
+        row = report.loc[name]
+        assert row["qwk"] == pytest.approx(
+            cohen_kappa_score(y, rounded, labels=np.arange(1, 5), weights="quadratic"),
+            abs=1e-12,
+        )
+        assert row["exact_agreement"] == pytest.approx(np.mean(rounded == y))
+        assert row["adjacent_agreement"] == pytest.approx(np.mean(abs(rounded - y) <= 1))
+        # SMD and Pearson's r on RSMTool's raw_trim scores
+        sd = np.sqrt((y.var(ddof=1) + trimmed.var(ddof=1)) / 2)
+        assert row["smd"] == pytest.approx((trimmed.mean() - y.mean()) / sd, abs=1e-12)
+        assert row["pearson_r"] == pytest.approx(pearsonr(y, trimmed)[0], abs=1e-12)
+    # without score_range the columns are as before
+    assert "n_outside_scale" not in agreement_report(y, pred).columns
+
+
+def test_degradation_with_score_range_uses_the_declared_scale():
+    r1, r2 = [1, 2, 3, 2, 1, 3], [1, 3, 3, 2, 2, 3]
+    resolved = [2, 5, 6, 4, 3, 6]
+    pred = [0, 5, 6, 4, 3, 9]
+    human_human = qwk(r1, r2, labels=np.arange(1, 4))
+    expected = human_human - cohen_kappa_score(
+        resolved, np.clip(pred, 0, 6), labels=np.arange(0, 7), weights="quadratic"
+    )
+    got = qwk_degradation(resolved, pred, rater1=r1, rater2=r2, score_range=(0, 6))
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (
+            {"score_range": (2, 4)},
+            ValueError,
+            r"y_true has the score 1 at position 0, outside score_range=\(2, 4\) "
+            r"\(1 such score\(s\)\)",
+        ),
+        (
+            {"score_range": (0, 4), "labels": [0, 1, 2, 3, 4]},
+            ValueError,
+            r"pass labels or score_range, not both",
+        ),
+        ({"score_range": (4, 0)}, ValueError, r"low < high, got \(4, 0\)"),
+        ({"score_range": (0, 2.5)}, ValueError, r"two finite integer score points"),
+        ({"score_range": "0,6"}, TypeError, r"pair \(low, high\) of integer score points"),
+    ],
+)
+def test_score_range_bad_input(kwargs, exc, match):
+    for func in (qwk, agreement_rate):
+        with pytest.raises(exc, match=match):
+            func([1, 2, 3], [1, 2, 3], **kwargs)
+    with pytest.raises(exc, match=match):
+        agreement_report([1, 2, 3], {"m": [1, 2, 3]}, **kwargs)

@@ -155,3 +155,67 @@ def test_custom_functions():
         return 0.25
 
     assert sf.make_fairness_scorer(pair_metric).kind == "fairness"
+
+
+def test_qwk_scorer_with_the_scale_equals_sklearn_kappa_with_labels():
+    from sklearn.linear_model import LinearRegression
+    from sklearn.metrics import cohen_kappa_score, make_scorer
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3))
+    # the humans use 2-4 of a 0-6 rubric, in the order of the model's scores
+    y = np.clip(np.rint(3 + X[:, 0]), 2, 4)
+    # a model whose predictions spread beyond the humans' range and the scale
+    model = LinearRegression().fit(X, 3 + 4 * X[:, 0])
+    pred = model.predict(X)
+    assert pred.min() < -0.5 and pred.max() > 6.5
+    # RSMTool's trim to the scale +- 0.4998, then round half to even
+    rounded = np.rint(np.clip(pred, -0.4998, 6.4998))
+    expected = cohen_kappa_score(y, rounded, labels=np.arange(7), weights="quadratic")
+    ours = sf.make_fairness_scorer("qwk", score_range=(0, 6))
+    assert ours(model, X, y) == pytest.approx(expected, abs=1e-12)
+    # sklearn's make_scorer passes the keyword through: the same number
+    assert make_scorer(sf.qwk, score_range=(0, 6))(model, X, y) == pytest.approx(
+        expected, abs=1e-12
+    )
+    # labels= gives it too (on rounded predictions trimming changes nothing)
+    assert sf.make_fairness_scorer("qwk", labels=range(7))(model, X, y) == (
+        pytest.approx(expected, abs=1e-12)
+    )
+    # the default scorer clips to the observed 2-4 and is far more lenient
+    assert sf.get_scorer("qwk")(model, X, y) > expected + 0.05
+    assert "score_range=(0, 6)" in repr(ours)
+
+
+def test_qwk_scorer_scale_in_a_cross_validation_is_the_same_in_every_fold():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 2))
+    y = np.clip(np.rint(3 + 1.5 * X[:, 0] + rng.normal(0, 0.5, 60)), 0, 6)
+    scorer = sf.make_fairness_scorer("qwk", score_range=(0, 6))
+    folds = KFold(3, shuffle=True, random_state=0)
+    scores = cross_validate(Ridge(), X, y, cv=folds, scoring={"qwk": scorer})
+    expected = []
+    for train, test in folds.split(X):
+        pred = Ridge().fit(X[train], y[train]).predict(X[test])
+        expected.append(
+            cohen_kappa_score(
+                y[test],
+                np.rint(np.clip(pred, -0.4998, 6.4998)),
+                labels=np.arange(7),
+                weights="quadratic",
+            )
+        )
+    np.testing.assert_allclose(scores["test_qwk"], expected, atol=1e-12)
+
+
+def test_qwk_scorer_refuses_a_bad_scale_at_scoring_time_with_the_reason():
+    from sklearn.dummy import DummyRegressor
+
+    X, y = np.zeros((4, 1)), np.array([1, 2, 3, 9])
+    model = DummyRegressor().fit(X, y)
+    with pytest.raises(ValueError, match=r"y_true has the score 9 at position 3, outside"):
+        sf.make_fairness_scorer("qwk", score_range=(0, 6))(model, X, y)
+    with pytest.raises(TypeError, match=r"keywords are \['labels', 'replace_undefined"):
+        sf.make_fairness_scorer("qwk", scale=(0, 6))

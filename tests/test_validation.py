@@ -104,3 +104,85 @@ def test_same_length():
     check_same_length(a=[1, 2], b=np.zeros((2, 3)))
     with pytest.raises(ValueError, match="X has 2, y_pred has 3"):
         check_same_length(X=[1, 2], y_pred=[1, 2, 3])
+
+
+# ----------------------------------------------------------- check_score_column
+
+
+def test_score_column_reads_numbers_and_numeric_text():
+    from sklearn_fairaes._validation import check_score_column
+
+    pd = require_module("pandas", "report")
+    got = check_score_column(pd.Series(["2", " 3 ", "4.5", "1e1"]), name="engine")
+    np.testing.assert_array_equal(got, [2.0, 3.0, 4.5, 10.0])
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(
+        check_score_column(np.array([0, 6]), name="s", score_range=(0, 6)), [0, 6]
+    )
+    np.testing.assert_array_equal(
+        check_score_column(pd.DataFrame({"s": [1.0, 2.0]}), name="s"), [1, 2]
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "kwargs", "match"),
+    [
+        (
+            ["1", "", "  ", "3"],
+            {},
+            r"^score column 's' is blank in data row 2 \(2 such row\(s\)\); give every",
+        ),
+        ([1.0, None], {}, r"is blank in data row 2 \(1 such"),
+        ([1.0, float("nan")], {}, r"is blank in data row 2 \(1 such"),
+        (["1", "nan"], {}, r"is blank in data row 2 \('nan'; 1 such"),
+        (
+            ["1", "ten", "x"],
+            {},
+            r"^score column 's' must hold numbers; data row 2 holds 'ten' \(2 such row",
+        ),
+        ([True, 1], {}, r"must hold numbers; data row 1 holds True"),
+        (["inf", "1"], {}, r"holds a non-finite score in data row 1 \('inf'; 1 such"),
+        (
+            [1, 9, 8],
+            {"score_range": (1, 4)},
+            r"holds 9 in data row 2, outside the declared score scale 1 to 4 "
+            r"\(2 such row\(s\)\); fix those rows, or declare",
+        ),
+        (
+            [1, 0.5],
+            {"score_range": (1, 4), "range_source": "inferred"},
+            r"holds 0.5 in data row 2, outside the score scale 1 to 4 inferred from the "
+            r"human scores .*--score-range low,high",
+        ),
+        (
+            ["2", ""],
+            {"rows": [11, 15], "prompt": "7", "kind": "system"},
+            r"^system column 's' is blank in data row 15 \(prompt '7'; 1 such row",
+        ),
+        ([1, 2], {"rows": [3]}, r"rows gives 1 row number\(s\) for the 2 cell\(s\)"),
+        ("12", {}, r"must be a column of scores \(one cell per row\), got a single str"),
+    ],
+)
+def test_score_column_refusals_name_column_row_and_prompt(values, kwargs, match):
+    from sklearn_fairaes._validation import check_score_column
+
+    with pytest.raises(ValueError, match=match):
+        check_score_column(values, name="s", **kwargs)
+
+
+def test_score_column_reports_the_first_bad_row_of_a_subset():
+    from sklearn_fairaes._validation import check_score_column
+
+    pd = require_module("pandas", "report")
+    table = pd.DataFrame({"prompt": [1, 2, 1, 2, 2], "engine": ["1", "2", "3", "9", "x"]})
+    mask = (table["prompt"] == 2).to_numpy()
+    with pytest.raises(
+        ValueError, match=r"data row 5 holds 'x' \(prompt 2; 1 such row\(s\)\)"
+    ):
+        check_score_column(
+            table.loc[mask, "engine"],
+            name="engine",
+            rows=np.flatnonzero(mask) + 1,
+            prompt=2,
+            score_range=(0, 6),
+        )

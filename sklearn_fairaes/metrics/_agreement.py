@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from .._validation import check_same_length, check_scores
+from .._validation import check_same_length, check_score_range, check_scores
 from ..exceptions import UndefinedMetricWarning
 from ..resources import require
 
@@ -54,6 +54,11 @@ _SMD_METHODS = ("johnson", "pooled", "unpooled", "williamson")
 
 #: Acceptance thresholds of Williamson, Xi and Breyer (2012), as the paper uses them.
 WILLIAMSON_THRESHOLDS = {"qwk": 0.70, "degradation": 0.10, "abs_smd": 0.15}
+
+#: How far past the ends of a declared scale a continuous prediction may lie
+#: before it is trimmed: RSMTool's ``trim`` tolerance, so that after rounding
+#: every prediction lands on the scale's own end points.
+TRIM_TOLERANCE = 0.4998
 
 
 # --------------------------------------------------------------------------- helpers
@@ -127,6 +132,61 @@ def _describe_scale(scale: NDArray[np.float64]) -> str:
     if scale.shape[0] > 8:
         return f"[{scale[0]:g}, {scale[1]:g}, ..., {scale[-1]:g}]"
     return "[" + ", ".join(f"{v:g}" for v in scale) + "]"
+
+
+def _check_scale(score_range: object, labels: object) -> tuple[float, float] | None:
+    """Validate ``score_range`` (None stays None); refuse it together with ``labels``."""
+    if score_range is None:
+        return None
+    if labels is not None:
+        raise ValueError(
+            "pass labels or score_range, not both: score_range=(low, high) means "
+            "labels=numpy.arange(low, high + 1) with the predictions trimmed to the "
+            "scale first"
+        )
+    return check_score_range(score_range)
+
+
+def _trim_to_scale(
+    y_pred: NDArray[np.float64], score_range: tuple[float, float]
+) -> NDArray[np.float64]:
+    """Trim predictions to ``[low - TRIM_TOLERANCE, high + TRIM_TOLERANCE]``.
+
+    RSMTool's ``trim``: a continuous prediction far outside the scale (a
+    regression's 9.7 on a 0-6 scale) counts as the scale's end, and rounding
+    the trimmed value can never leave the scale.
+    """
+    low, high = score_range
+    return np.clip(y_pred, low - TRIM_TOLERANCE, high + TRIM_TOLERANCE)
+
+
+def _check_within(
+    y_true: NDArray[np.float64], score_range: tuple[float, float], name: str = "y_true"
+) -> None:
+    """Refuse a human score outside the declared scale (it is a data error)."""
+    low, high = score_range
+    outside = (y_true < low) | (y_true > high)
+    if outside.any():
+        i = _first_bad(outside)
+        raise ValueError(
+            f"{name} has the score {y_true[i]:g} at position {i}, outside "
+            f"score_range=({low:g}, {high:g}) ({int(outside.sum())} such score(s)); "
+            f"correct the score, or declare the scale the human scores use"
+        )
+
+
+def _on_scale(
+    y_true: NDArray[np.float64],
+    y_pred: NDArray[np.float64],
+    labels: ArrayLike | None,
+    score_range: tuple[float, float] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], ArrayLike | None]:
+    """With a declared scale: check ``y_true``, trim ``y_pred``, give its labels."""
+    if score_range is None:
+        return y_true, y_pred, labels
+    _check_within(y_true, score_range)
+    low, high = score_range
+    return y_true, _trim_to_scale(y_pred, score_range), np.arange(low, high + 1)
 
 
 def _score_points(
@@ -264,6 +324,7 @@ def qwk(
     y_pred: ArrayLike,
     *,
     labels: ArrayLike | None = None,
+    score_range: tuple[float, float] | None = None,
     rounding: Rounding = "round",
     replace_undefined_by: float = np.nan,
     sample_weight: ArrayLike | None = None,
@@ -300,7 +361,18 @@ def qwk(
         from ``min(y_true)`` to ``max(y_true)``, so that two scores stay two
         points apart even when the score between them never occurs (which
         ``cohen_kappa_score`` without ``labels`` gets wrong). Not allowed with
-        ``rounding=None``.
+        ``rounding=None``, nor with ``score_range``.
+    score_range : tuple of two int, default=None
+        The rubric's score scale ``(low, high)``, both ends included: the
+        same as ``labels=numpy.arange(low, high + 1)``, and the predictions
+        are first trimmed to ``[low - 0.4998, high + 0.4998]`` as RSMTool
+        does (``TRIM_TOLERANCE``), so a prediction far off the scale counts
+        as its end point. With ``rounding=None`` the continuous QWK is taken
+        of the trimmed predictions. Declare it whenever the rubric is known:
+        without it the scale is the human scores' observed range, and a
+        model scoring 0 and 6 on a 0-6 scale where the humans used only 2 to
+        4 is clipped to 2 and 4 and looks perfect. A human score outside the
+        range is refused.
     rounding : {"round", "truncate"} or None, default="round"
         How real-valued scores are mapped onto the scale (see above).
     replace_undefined_by : np.nan or float in [-1, 1], default=np.nan
@@ -323,7 +395,8 @@ def qwk(
     ValueError
         On inputs of different lengths, fewer than 2 essays, NaN or infinity,
         non-integer ``y_true`` or ``labels`` with ``rounding="round"``, a
-        ``y_true`` score outside ``labels``, or ``labels`` with ``rounding=None``.
+        ``y_true`` score outside ``labels`` or ``score_range``, ``labels`` with
+        ``rounding=None``, or both ``labels`` and ``score_range``.
 
     See Also
     --------
@@ -362,15 +435,28 @@ def qwk(
     0.9333
     >>> round(qwk(y_true, [1.4, 2.5, 3.5, 4.9, 3.6], rounding=None), 4)
     0.8867
+
+    A declared scale: the humans used 2 to 4 of a 0-6 rubric, and a model
+    that scores 0 and 6 is no longer clipped into their range:
+
+    >>> round(qwk([2, 3, 4, 3], [0, 3, 6, 3]), 4)
+    1.0
+    >>> round(qwk([2, 3, 4, 3], [0, 3, 6, 3], score_range=(0, 6)), 4)
+    0.6
     """
     _check_rounding(rounding)
     replace_undefined_by = _check_replace_undefined_by(replace_undefined_by)
     a, b = _check_pair(y_true, y_pred)
     w = _check_sample_weight(sample_weight, a.shape[0])
+    scale = _check_scale(score_range, labels)
     if rounding is None:
         if labels is not None:
             _check_labels(labels, rounding)
+        if scale is not None:
+            _check_within(a, scale)
+            b = _trim_to_scale(b, scale)
         return _kappa(a, b, replace_undefined_by, "y_true and y_pred", w)
+    a, b, labels = _on_scale(a, b, labels, scale)
     pos_true, pos_pred = _score_points(a, b, labels, rounding)
     return _kappa(
         pos_true, pos_pred, replace_undefined_by, "y_true and the rounded y_pred", w
@@ -434,6 +520,7 @@ def qwk_degradation(
     rater1: ArrayLike,
     rater2: ArrayLike,
     labels: ArrayLike | None = None,
+    score_range: tuple[float, float] | None = None,
     rater_labels: ArrayLike | None = None,
     rounding: Rounding = "round",
 ) -> float:
@@ -456,6 +543,8 @@ def qwk_degradation(
         The first and second human rater's scores of the same essays.
     labels : array-like of int, default=None
         Score scale of ``y_true`` (see :func:`qwk`).
+    score_range : tuple of two int, default=None
+        The declared scale of ``y_true`` (see :func:`qwk`); not with ``labels``.
     rater_labels : array-like of int, default=None
         Score scale of the raters; when None, every integer from the lowest
         to the highest score either rater gave (so neither rater is clipped).
@@ -481,7 +570,9 @@ def qwk_degradation(
     r1, r2 = _check_pair(rater1, rater2, names=("rater1", "rater2"))
     check_same_length(y_true=a, rater1=r1)
     human_human = _human_human_qwk(r1, r2, rater_labels, rounding)
-    return human_human - qwk(a, b, labels=labels, rounding=rounding)
+    return human_human - qwk(
+        a, b, labels=labels, score_range=score_range, rounding=rounding
+    )
 
 
 def _human_human_qwk(
@@ -503,6 +594,7 @@ def agreement_rate(
     *,
     tolerance: float = 0,
     labels: ArrayLike | None = None,
+    score_range: tuple[float, float] | None = None,
     rounding: Rounding = "round",
     sample_weight: ArrayLike | None = None,
 ) -> float:
@@ -521,9 +613,13 @@ def agreement_rate(
         Largest accepted absolute difference, in score points.
     labels : array-like of int, default=None
         Score scale (see :func:`qwk`).
+    score_range : tuple of two int, default=None
+        The declared scale ``(low, high)``: ``y_pred`` is trimmed to it and
+        rounded as in :func:`qwk`; not with ``labels``.
     rounding : {"round", "truncate"} or None, default="round"
         How ``y_pred`` is mapped onto the scale before comparing, as in
-        :func:`qwk`; None compares the scores as given.
+        :func:`qwk`; None compares the scores as given (trimmed when
+        ``score_range`` is given).
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative weight of each essay (not all zero); the rate is the
         weighted fraction.
@@ -548,10 +644,16 @@ def agreement_rate(
         raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
     a, b = _check_pair(y_true, y_pred, min_samples=1)
     w = _check_sample_weight(sample_weight, a.shape[0])
+    scale = _check_scale(score_range, labels)
     if rounding is not None:
+        a, b, labels = _on_scale(a, b, labels, scale)
         a, b = _score_points(a, b, labels, rounding)
-    elif labels is not None:
-        _check_labels(labels, rounding)
+    else:
+        if labels is not None:
+            _check_labels(labels, rounding)
+        if scale is not None:
+            _check_within(a, scale)
+            b = _trim_to_scale(b, scale)
     return float(np.average(np.abs(a - b) <= tolerance, weights=w))
 
 
@@ -865,6 +967,7 @@ def agreement_report(
     rater1: ArrayLike | None = None,
     rater2: ArrayLike | None = None,
     labels: ArrayLike | None = None,
+    score_range: tuple[float, float] | None = None,
     rater_labels: ArrayLike | None = None,
     rounding: Rounding = "round",
     smd_method: SMDMethod = "pooled",
@@ -888,6 +991,11 @@ def agreement_report(
         The two human raters' scores; give both to get the degradation.
     labels : array-like of int, default=None
         Score scale of ``y_true`` (see :func:`qwk`).
+    score_range : tuple of two int, default=None
+        The rubric's scale ``(low, high)`` of ``y_true``, both ends included
+        (see :func:`qwk`); not with ``labels``. The predictions are trimmed
+        to ``[low - 0.4998, high + 0.4998]`` for every column, as RSMTool
+        does, and the report gains the column ``n_outside_scale``.
     rater_labels : array-like of int, default=None
         Score scale of the raters (see :func:`qwk_degradation`).
     rounding : {"round", "truncate"} or None, default="round"
@@ -906,6 +1014,8 @@ def agreement_report(
     -------
     report : pandas.DataFrame
         Indexed by model name (index name ``"model"``), with columns ``n``,
+        ``n_outside_scale`` (only with ``score_range``: predictions strictly
+        outside ``[low, high]`` before trimming),
         ``qwk``, ``human_human_qwk`` and ``degradation`` (only with both
         raters), ``smd`` (signed, machine minus human), ``exact_agreement``,
         ``adjacent_agreement``, ``pearson_r``, ``qwk_ok``,
@@ -916,8 +1026,10 @@ def agreement_report(
     -----
     QWK and the exact/adjacent agreement rates use the predictions mapped
     onto the scale (``rounding``); SMD and Pearson's r use the predictions as
-    given, as the paper's code did for SMD. A flag is False when its value is
-    undefined (NaN).
+    given, as the paper's code did for SMD, or trimmed to ``score_range``
+    when it is given (RSMTool's ``raw_trim`` scores, which its reports
+    evaluate; QWK and the rates then equal its ``raw_trim_round``). A flag is
+    False when its value is undefined (NaN).
 
     Examples
     --------
@@ -930,6 +1042,16 @@ def agreement_report(
     model
     a      1.000              1.0        True
     b      0.571              0.5       False
+
+    With the rubric's scale declared, a prediction off the scale is counted
+    and trimmed (here 0.2 on a 1-4 scale):
+
+    >>> report = agreement_report(y, {"a": [0.2, 2.1, 3.4, 3.8, 2.2, 2.6]},
+    ...                           score_range=(1, 4))
+    >>> report[["n", "n_outside_scale", "qwk"]].round(3)
+           n  n_outside_scale  qwk
+    model
+    a      6                1  1.0
     """
     pd = require("pandas", purpose="agreement_report")
     _check_rounding(rounding)
@@ -940,8 +1062,11 @@ def agreement_report(
             f"only {given} was given; pass both rater1 and rater2 to get the "
             f"degradation from the human-human QWK, or neither"
         )
+    scale = _check_scale(score_range, labels)
     models = _models(y_pred)
     human = check_scores(y_true, name="y_true", min_samples=2)
+    if scale is not None:
+        _check_within(human, scale)
     with_raters = rater1 is not None
     if rater1 is not None and rater2 is not None:  # both or neither: checked above
         r1, r2 = _check_pair(rater1, rater2, names=("rater1", "rater2"))
@@ -951,8 +1076,13 @@ def agreement_report(
     for name, argument, pred in models:
         machine = check_scores(pred, name=argument, min_samples=2)
         check_same_length(y_true=human, **{argument: machine})
-        kappa = qwk(human, machine, labels=labels, rounding=rounding)
-        row = {"n": int(human.shape[0]), "qwk": kappa}
+        row: dict[str, Any] = {"n": int(human.shape[0])}
+        if scale is not None:
+            low, high = scale
+            row["n_outside_scale"] = int(((machine < low) | (machine > high)).sum())
+            machine = _trim_to_scale(machine, scale)
+        kappa = qwk(human, machine, labels=labels, score_range=scale, rounding=rounding)
+        row["qwk"] = kappa
         if with_raters:
             row["human_human_qwk"] = human_human
             row["degradation"] = human_human - kappa
@@ -960,10 +1090,15 @@ def agreement_report(
             human, machine, method=smd_method, ddof=smd_ddof
         )
         row["exact_agreement"] = agreement_rate(
-            human, machine, labels=labels, rounding=rounding
+            human, machine, labels=labels, score_range=scale, rounding=rounding
         )
         row["adjacent_agreement"] = agreement_rate(
-            human, machine, tolerance=1, labels=labels, rounding=rounding
+            human,
+            machine,
+            tolerance=1,
+            labels=labels,
+            score_range=scale,
+            rounding=rounding,
         )
         row["pearson_r"] = _pearson_r(human, machine, f"model {name!r}")
         row["qwk_ok"] = bool(kappa >= limits["qwk"])

@@ -1,7 +1,13 @@
 """Scorers: the package's metrics as objects for ``cross_validate`` and searches.
 
 Agreement scorers (``"qwk"``, ``"neg_abs_smd"``) compare predictions with the
-human scores, like any sklearn scorer. Fairness scorers
+human scores, like any sklearn scorer. Give the QWK scorer the rubric's scale,
+``make_fairness_scorer("qwk", score_range=(0, 6))``: without it each test fold
+takes its own observed range of human scores as the scale and clips the
+predictions into it, so folds are judged on different scales, and a model
+predicting a score the fold's humans never gave is not penalised for it.
+(Keywords pass through: ``sklearn.metrics.make_scorer(qwk, score_range=(0, 6))``
+gives the same value; ``labels=`` works with both as well.) Fairness scorers
 (``"lipschitz_fraction"``, ``"score_distance_trend"``) need the essays'
 *task* representation as well: the similarity metric is a property of the
 task, not of the model, so a TF-IDF model may be judged under Sentence-BERT
@@ -392,7 +398,10 @@ def make_fairness_scorer(
         given another. The ``"qwk"`` scorer rounds real-valued human scores
         to integer score points (halves to even) as it rounds the
         predictions, as SKLL's kappa (used by RSMTool) does; pass
-        ``rounding=None`` for the continuous QWK.
+        ``rounding=None`` for the continuous QWK, and
+        ``score_range=(low, high)`` (the rubric's scale: the predictions are
+        trimmed to it as RSMTool does, see :func:`~sklearn_fairaes.metrics.qwk`)
+        so that every fold is scored on the same scale.
 
     Returns
     -------
@@ -423,6 +432,16 @@ def make_fairness_scorer(
     1.0
     >>> make_fairness_scorer("qwk").kind
     'agreement'
+
+    The rubric's scale: the same value as scikit-learn's kappa with
+    ``labels`` (the predictions 1 to 4 are already on it, so nothing is trimmed):
+
+    >>> from sklearn.metrics import cohen_kappa_score
+    >>> scorer = make_fairness_scorer("qwk", score_range=(0, 6))
+    >>> value = cohen_kappa_score(y, model.predict(X).round(), labels=range(7),
+    ...                           weights="quadratic")
+    >>> bool(abs(scorer(model, X, y) - value) < 1e-12)
+    True
     """
     if isinstance(metric, str):
         if metric not in _REGISTRY:
