@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from conftest import PROMPT7, missing_resource, require_module
 from scipy.spatial.distance import cosine, pdist
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.dummy import DummyClassifier
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -534,3 +535,199 @@ def test_every_perturbation_on_all_of_asap7(asap7):
     # word salad replaces every content word: the representation sees it most
     assert summary["mean_distance"].idxmax() in ("word_salad", "off_topic")
     assert len(out.details) == len(PERTURBATION_NAMES) * len(essays)
+
+
+# ------------------------------------------ the audit's counterfactual analysis
+EDITS = ("typos", "sentence_shuffle")
+
+
+class _NeverRefit(RegressorMixin, BaseEstimator):
+    """A fitted text -> score model whose fit raises: the audit must use it as it is."""
+
+    def __init__(self, pipeline=None):
+        self.pipeline = pipeline
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    def fit(self, *args, **kwargs):
+        raise AssertionError("a fitted system was refitted")
+
+    def predict(self, texts):
+        return self.pipeline.predict(texts)
+
+
+def _counterfactual_study(n=40, *, systems, perturbations=EDITS, short_answer=False):
+    import sklearn_fairaes as sf
+    from sklearn_fairaes.report._study import PairSpace, Settings, Study
+
+    df = sf.load_demo_essays().iloc[:n]
+    essays = list(df["essay"])
+    spaces = {}
+    for name, rep in (("tfidf", TfidfEssayVectorizer()), ("bow", sf.BowVectorizer())):
+        rep = rep.fit(essays)
+        X = rep.transform(essays)
+        spaces[name] = PairSpace(name, rep, X, X, "cosine", np.zeros(0))
+    y = df["score"].to_numpy(float)
+    return Study(
+        prompt="all",
+        prompt_text=None,
+        essays=essays,
+        ids=df["essay_id"].to_numpy(),
+        rows=np.arange(1, n + 1),
+        human=y / 12 if short_answer else y,
+        score_range=(0, 12),
+        score_range_source="declared",
+        settings=Settings(perturbations=perturbations, n_perturbation_essays=200),
+        short_answer=short_answer,
+        systems=systems,
+        spaces=spaces,
+    )
+
+
+def _fitted_engine(n=40):
+    import sklearn_fairaes as sf
+
+    df = sf.load_demo_essays().iloc[n:]  # trained on other essays than those audited
+    return _NeverRefit(
+        make_pipeline(TfidfEssayVectorizer(), Ridge()).fit(
+            list(df["essay"]), df["score"].to_numpy(float)
+        )
+    )
+
+
+def test_counterfactual_trained_baseline_equals_a_direct_call():
+    """A trained baseline is refitted on all essays but the held-out sample."""
+    from sklearn.base import clone
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_fairaes.report._study import System
+    from sklearn_fairaes.report.analyses._counterfactual import ANALYSIS
+
+    boost = GradientBoostingRegressor(n_estimators=20, random_state=0)
+    systems = {
+        "ridge": System("ridge", "trained", {"tfidf": np.zeros(40)}, Ridge()),
+        "boost": System(
+            "boost", "trained", {"tfidf": np.zeros(40), "bow": np.zeros(40)}, boost
+        ),
+    }
+    study = _counterfactual_study(systems=systems)
+    assert ANALYSIS.absent(study) is None
+    out = ANALYSIS.run(study)
+    got = out.tables["perturbation"]
+    assert list(got.columns) == ["representation", "system", *SUMMARY_COLUMNS]
+    # at most a fifth held out (8 of 40), drawn as the audit always did
+    held = np.sort(np.random.default_rng(0).choice(40, size=8, replace=False))
+    train = np.setdiff1d(np.arange(40), held)
+    essays, y = study.essays, study.human
+    for rname, names in (("tfidf", ["ridge", "boost"]), ("bow", ["boost"])):
+        rep = clone(study.spaces[rname].transformer)
+        pipes = {
+            m: Pipeline(
+                [("representation", rep), ("model", clone(systems[m].estimator))]
+            ).fit([essays[i] for i in train], y[train])
+            for m in names
+        }
+        expected = perturbation_audit(
+            pipes,
+            [essays[i] for i in held],
+            perturbations=list(EDITS),
+            representation=study.spaces[rname].transformer,
+            score_scale=y,
+            random_state=0,
+        ).rename(columns={"model": "system"})
+        block = got[got["representation"] == rname].drop(columns="representation")
+        pd.testing.assert_frame_equal(
+            block.reset_index(drop=True), expected, check_dtype=False
+        )
+    ex = out.tables["perturbation_examples"]
+    assert list(ex.columns) == [
+        "representation",
+        "perturbation",
+        "id",
+        "edit_preview",
+        "note",
+    ]
+    assert set(ex["id"]) <= set(study.ids[held])
+    assert any("8 essays held out" in n and "the other 32" in n for n in out.notes)
+
+
+def test_counterfactual_fitted_system_is_used_as_it_is_under_every_representation():
+    from sklearn_fairaes.report._study import System
+    from sklearn_fairaes.report.analyses._counterfactual import ANALYSIS
+
+    engine = _fitted_engine()
+    study = _counterfactual_study(
+        systems={"engine": System("engine", "fitted", {None: np.zeros(40)}, engine)}
+    )
+    out = ANALYSIS.run(study)  # _NeverRefit.fit raises if called
+    got = out.tables["perturbation"]
+    assert list(dict.fromkeys(got["representation"])) == ["tfidf", "bow"]
+    assert set(got["system"]) == {"engine"}
+    # no trained baseline, so no hold-out: all 40 essays (at most 200) are edited
+    sample = np.sort(np.random.default_rng(0).choice(40, size=40, replace=False))
+    texts = [study.essays[i] for i in sample]
+    for rname in ("tfidf", "bow"):
+        expected = perturbation_audit(
+            {"engine": engine},
+            texts,
+            perturbations=list(EDITS),
+            representation=study.spaces[rname].transformer,
+            score_scale=study.human,
+            random_state=0,
+        ).rename(columns={"model": "system"})
+        block = got[got["representation"] == rname].drop(columns="representation")
+        pd.testing.assert_frame_equal(block.reset_index(drop=True), expected)
+    # the score changes are the model's, the same under each representation;
+    # the distances are each representation's own
+    tfidf, bow = (got[got["representation"] == r].reset_index() for r in ("tfidf", "bow"))
+    np.testing.assert_array_equal(tfidf["mean_change"], bow["mean_change"])
+    assert not np.allclose(tfidf["mean_distance"], bow["mean_distance"])
+    assert any("'engine' scored as given (never refitted)" in n for n in out.notes)
+
+
+def test_counterfactual_given_scores_cannot_be_rescored():
+    from sklearn_fairaes.report._study import System
+    from sklearn_fairaes.report.analyses._counterfactual import ANALYSIS, SCORES_ONLY
+
+    given = {"v3": System("v3", "given", {None: np.zeros(40)})}
+    study = _counterfactual_study(systems=given)
+    assert ANALYSIS.absent(study) == SCORES_ONLY
+    assert "--model-file" in SCORES_ONLY and "--models" in SCORES_ONLY
+    with pytest.raises(ValueError, match="prompt 'all': scores only"):
+        ANALYSIS.run(study)
+    # beside a model that can re-score, the given scores are left out with a note
+    given["engine"] = System("engine", "fitted", {None: np.zeros(40)}, _fitted_engine())
+    out = ANALYSIS.run(_counterfactual_study(systems=given, perturbations=("typos",)))
+    assert set(out.tables["perturbation"]["system"]) == {"engine"}
+    assert any("'v3' is left out: scores only" in n for n in out.notes)
+    none = _counterfactual_study(systems=given, perturbations=None)
+    assert ANALYSIS.absent(none) == (
+        "no perturbations were requested (perturbations= / --perturbations)"
+    )
+
+
+def test_counterfactual_short_answers_tolerance_and_reference_grader():
+    from sklearn_fairaes.report._study import System
+    from sklearn_fairaes.report.analyses._counterfactual import ANALYSIS
+    from sklearn_fairaes.short_answers import ReferenceSimilarityGrader
+
+    engine = _fitted_engine()
+    grader = {"tfidf": ReferenceSimilarityGrader(TfidfEssayVectorizer())}
+    systems = {
+        "engine": System("engine", "fitted", {None: np.zeros(40)}, engine),
+        "reference_similarity": System(
+            "reference_similarity", "trained", {"tfidf": np.zeros(40)}, grader
+        ),
+    }
+    study = _counterfactual_study(
+        systems=systems, perturbations=("typos",), short_answer=True
+    )
+    out = ANALYSIS.run(study)
+    got = out.tables["perturbation"]
+    # grades in [0, 1]: a move of more than 0.05 is a change
+    assert set(got["system"]) == {"engine"} and (got["tolerance"] == 0.05).all()
+    assert any("'reference_similarity' is left out" in n for n in out.notes)
+    only = {"reference_similarity": systems["reference_similarity"]}
+    assert "scores only" in ANALYSIS.absent(_counterfactual_study(systems=only))

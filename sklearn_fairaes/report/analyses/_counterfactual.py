@@ -1,0 +1,282 @@
+"""The counterfactual audit: controlled edits of essays, re-scored by each system.
+
+:func:`~sklearn_fairaes.perturb.perturbation_audit` edits a random sample of
+the study's essays (typos, shuffled sentences, word salad, ...) and the
+systems score the edits; a fair system keeps its score under
+meaning-preserving edits and lowers it under damaging ones. Only a system
+with a model can score an edited essay:
+
+* a **trained** baseline is refitted as one pipeline (its representation
+  and its regressor) on every essay but the sample, which is held out, as
+  before the reshape: the out-of-fold scores of the other tables come from
+  models that never saw the essays they score, and so do these;
+* a **fitted** system (the user's estimator taking texts) is used as it is,
+  never refitted, on the same sample;
+* a **given** system (a column of scores) cannot score anything new and is
+  left out, with a note; when no system can re-score, the section is absent.
+
+Distances between an essay and its edit are measured in each
+representation of the study, fitted on all its essays (the shared
+:class:`~sklearn_fairaes.report._study.PairSpace`): a trained baseline under
+its own representation, a fitted system under every one.
+
+Tables: ``perturbation`` (``representation``, ``system``, then the summary
+columns of :func:`~sklearn_fairaes.perturb.perturbation_audit`) and
+``perturbation_examples`` (``representation``, ``perturbation``, ``id``,
+``edit_preview``, ``note``: one edited essay per perturbation).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...exceptions import UndefinedMetricWarning
+from ...resources import require
+from ._base import AnalysisOutput
+from ._common import no_spaces_reason, noting, pair_notes
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+    from pandas import DataFrame
+
+    from .._study import Study, System
+
+__all__ = ["ANALYSIS", "EXAMPLE_COLUMNS", "SCORES_ONLY"]
+
+#: Why the section is absent when no system can score an edited essay.
+SCORES_ONLY = (
+    "scores only: no model to re-score the edited essays; give --model-file or train "
+    "a baseline with --models"
+)
+
+#: Columns of the ``perturbation_examples`` table, in order.
+EXAMPLE_COLUMNS = ("representation", "perturbation", "id", "edit_preview", "note")
+
+# Short-answer grades lie in [0, 1] and are often continuous (Stita): no step
+# of a score scale to take half of. Half of one of ASAG2024's ten grade ranges.
+_GRADE_TOLERANCE = 0.05
+
+
+def _takes_texts(system: System) -> bool:
+    """Whether the system's estimator scores a list of texts (ours: not the grader)."""
+    from ...short_answers import ReferenceSimilarityGrader
+
+    est = system.estimator
+    if isinstance(est, dict):
+        est = next(iter(est.values()), None)
+    # the reference-similarity grader reads a table of answers with their
+    # references, and the edited answers reach a model as bare texts
+    return est is not None and not isinstance(est, ReferenceSimilarityGrader)
+
+
+def _can_rescore(system: System) -> bool:
+    if system.kind == "fitted":
+        return hasattr(system.estimator, "predict")
+    return system.kind == "trained" and _takes_texts(system)
+
+
+def _sample(study: Study, trained: bool) -> NDArray[np.intp]:
+    """The positions of the essays to edit, sorted.
+
+    With a trained baseline, at most a fifth of the essays (and at least 2)
+    are held out, as before the reshape, so that its refit keeps most of
+    them; fitted systems alone need no hold-out.
+    """
+    n = study.n
+    want = study.settings.n_perturbation_essays
+    k = int(min(want, max(2, n // 5))) if trained else int(min(want, n))
+    rng = np.random.default_rng(study.settings.random_state)
+    return np.sort(rng.choice(n, size=k, replace=False))
+
+
+def _trained_pipeline(
+    system: System, rname: str, rep: Any, X_train: Any, y_train: NDArray[np.float64]
+) -> Any:
+    """The baseline's regressor refitted on the held-in vectors, behind ``rep``."""
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+
+    model = system.estimator
+    model = model[rname] if isinstance(model, dict) else model
+    return Pipeline(
+        [("representation", rep), ("model", clone(model).fit(X_train, y_train))]
+    )
+
+
+class _Counterfactual:
+    """The ``counterfactual`` analysis; see the module docstring."""
+
+    name = "counterfactual"
+    title = "Counterfactual edits"
+
+    def absent(self, study: Study) -> str | None:
+        """Why the counterfactual audit cannot run on ``study``, or None when it can."""
+        if study.settings.perturbations is None:
+            return "no perturbations were requested (perturbations= / --perturbations)"
+        if not any(_can_rescore(s) for s in study.systems.values()):
+            return SCORES_ONLY
+        if not study.spaces:
+            return no_spaces_reason()
+        return None
+
+    def run(self, study: Study) -> AnalysisOutput:
+        """The perturbation tables of one study.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.linear_model import Ridge
+        >>> from sklearn.pipeline import make_pipeline
+        >>> import sklearn_fairaes as sf
+        >>> from sklearn_fairaes.report._study import PairSpace, Settings, Study, System
+        >>> from sklearn_fairaes.report.analyses._counterfactual import ANALYSIS
+        >>> demo = sf.load_demo_essays().iloc[:30]
+        >>> essays, y = list(demo["essay"]), demo["score"].to_numpy(float)
+        >>> engine = make_pipeline(sf.TfidfEssayVectorizer(), Ridge()).fit(essays, y)
+        >>> tfidf = sf.TfidfEssayVectorizer().fit(essays)
+        >>> X = tfidf.transform(essays)
+        >>> study = Study(
+        ...     prompt="all", prompt_text=None, essays=essays, ids=np.arange(1, 31),
+        ...     rows=np.arange(1, 31), human=y, score_range=(1, 6),
+        ...     score_range_source="declared",
+        ...     settings=Settings(perturbations=("typos",), n_perturbation_essays=10),
+        ...     systems={"engine": System("engine", "fitted",
+        ...                               {None: engine.predict(essays)}, engine)},
+        ...     spaces={"tfidf": PairSpace("tfidf", tfidf, X, X, "cosine",
+        ...                                np.zeros(0))})
+        >>> out = ANALYSIS.run(study)
+        >>> out.tables["perturbation"][["representation", "system", "perturbation",
+        ...                             "n_essays"]].values.tolist()
+        [['tfidf', 'engine', 'typos', 10]]
+        """
+        from sklearn.base import clone
+
+        from ...perturb import perturbation_audit
+
+        pd = require("pandas", purpose="the audit")
+        reason = self.absent(study)
+        if reason is not None:
+            raise ValueError(f"prompt {study.prompt!r}: {reason}")
+        settings = study.settings
+        names = list(settings.perturbations or ())
+        able = {n: s for n, s in study.systems.items() if _can_rescore(s)}
+        trained = [n for n, s in able.items() if s.kind == "trained"]
+        fitted = [n for n, s in able.items() if s.kind == "fitted"]
+        held = _sample(study, bool(trained))
+        train = np.setdiff1d(np.arange(study.n), held)
+        sample = [study.essays[i] for i in held]
+        y = study.human
+        if study.short_answer:
+            scale: dict[str, Any] = {"tolerance": _GRADE_TOLERANCE}
+        else:
+            scale = {"score_scale": y}
+        collected: dict[str, list[str]] = {}
+        summaries: list[DataFrame] = []
+        examples: list[dict[str, Any]] = []
+        for rname, space in study.spaces.items():
+            pipes: dict[str, Any] = {}
+            mine = [n for n in trained if rname in able[n].scores]
+            if mine:
+                # one refit of the representation, shared by the baselines' pipelines
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", category=UserWarning)
+                    rep = clone(space.transformer)
+                    X_train = rep.fit_transform([study.essays[i] for i in train])
+                for n in mine:
+                    pipes[n] = _trained_pipeline(able[n], rname, rep, X_train, y[train])
+            for n in fitted:
+                pipes[n] = able[n].estimator
+            if not pipes:
+                continue
+            with warnings.catch_warnings():
+                # long-text truncation notes repeat on every predict call
+                warnings.simplefilter("ignore", category=UserWarning)
+                # return_details=True: a Bunch of the summary and the details
+                res: Any = noting(
+                    collected,
+                    rname,
+                    perturbation_audit,
+                    pipes,
+                    sample,
+                    perturbations=names,
+                    representation=space.transformer,
+                    prompt=study.prompt_text,
+                    random_state=settings.random_state,
+                    return_details=True,
+                    keep=UndefinedMetricWarning,
+                    **scale,
+                )
+            summary = res.summary.rename(columns={"model": "system"})
+            summaries.append(summary.assign(representation=rname))
+            det = res.details
+            det = det[det["model"] == next(iter(pipes))]
+            for pname in names:
+                rows = det[(det["perturbation"] == pname) & det["changed"]]
+                if len(rows):
+                    row = rows.iloc[0]
+                    examples.append(
+                        {
+                            "representation": rname,
+                            "perturbation": pname,
+                            "id": study.ids[held[int(row["essay"])]],
+                            "edit_preview": str(row["edit_preview"]),
+                            "note": str(row["note"]),
+                        }
+                    )
+        summary = pd.concat(summaries, ignore_index=True)
+        rest = [c for c in summary.columns if c not in ("representation", "system")]
+        notes = [self._sample_note(study, len(held), trained, fitted)]
+        given = [n for n in study.systems if n not in able]
+        if given:
+            notes.append(
+                f"Counterfactual edits: {_names(given)} "
+                f"{'is' if len(given) == 1 else 'are'} left out: "
+                + (
+                    "scores only, no model to re-score the edited essays."
+                    if all(study.systems[n].kind == "given" for n in given)
+                    else "no model that scores bare texts (scores only, or the "
+                    "reference-similarity grader, which needs each answer's references)."
+                )
+            )
+        if study.short_answer:
+            notes.append(
+                f"Counterfactual edits: a grade that moves by more than "
+                f"{_GRADE_TOLERANCE:g} on the [0, 1] scale counts as a change."
+            )
+        notes += pair_notes(collected, "Counterfactual edits")
+        return AnalysisOutput(
+            tables={
+                "perturbation": summary[["representation", "system", *rest]],
+                "perturbation_examples": pd.DataFrame(
+                    examples, columns=list(EXAMPLE_COLUMNS)
+                ),
+            },
+            notes=notes,
+        )
+
+    @staticmethod
+    def _sample_note(study: Study, k: int, trained: list[str], fitted: list[str]) -> str:
+        parts = []
+        if trained:
+            parts.append(
+                f"{k} essays held out at random, {_names(trained)} refitted on the "
+                f"other {study.n - k}"
+            )
+        else:
+            parts.append(f"{k} essays drawn at random")
+        if fitted:
+            parts.append(f"{_names(fitted)} scored as given (never refitted)")
+        return "Counterfactual edits: " + "; ".join(parts) + "."
+
+
+def _names(names: list[str]) -> str:
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'``."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+#: The counterfactual audit, as the audit runs it.
+ANALYSIS = _Counterfactual()
