@@ -46,10 +46,12 @@ def noting(
         Where the call is, for the note (e.g. ``"tfidf + ridge"``).
     func : callable
         The metric to call.
-    *args, **kwargs
-        Its arguments.
+    *args : object
+        Its positional arguments.
     keep : type of Warning, default=UserWarning
         The category (and its subclasses) kept as notes.
+    **kwargs : object
+        Its keyword arguments.
 
     Returns
     -------
@@ -94,6 +96,8 @@ def pair_notes(collected: dict[str, list[str]], label: str = "Pair metrics") -> 
     Returns
     -------
     notes : list of str
+        ``"<label>: <message> (<place>; <place>)."`` per message, in the order
+        the messages first arose.
 
     Examples
     --------
@@ -107,7 +111,19 @@ def pair_notes(collected: dict[str, list[str]], label: str = "Pair metrics") -> 
 
 
 def where(representation: str, system: str) -> str:
-    """The place of a pair metric call in a note: ``"tfidf + ridge"``, ``"tfidf, human scores"``.
+    """Name the place of a pair metric call in a note.
+
+    Parameters
+    ----------
+    representation : str
+        The representation's name.
+    system : str
+        The system's name, or ``"human"`` for the human scores.
+
+    Returns
+    -------
+    place : str
+        ``"tfidf + ridge"``, or ``"tfidf, human scores"``.
 
     Examples
     --------
@@ -122,7 +138,17 @@ def where(representation: str, system: str) -> str:
 
 
 def dense(X: Any) -> NDArray[Any]:
-    """``X`` as a dense array (sparse matrices densified).
+    """Return ``X`` as a dense array (sparse matrices densified).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix}
+        Essay vectors.
+
+    Returns
+    -------
+    X_dense : ndarray
+        The same values, dense.
 
     Examples
     --------
@@ -146,6 +172,8 @@ def degenerate_distances(representation: str, d: Any) -> str | None:
     Returns
     -------
     message : str or None
+        The warning for the report (naming the representation and the share
+        of pairs), or None when the distances tell the essays apart.
 
     Examples
     --------
@@ -176,7 +204,12 @@ def degenerate_distances(representation: str, d: Any) -> str | None:
 
 
 def no_spaces_reason() -> str:
-    """Why a pair analysis cannot run on a study without representations.
+    """Say why a pair analysis cannot run on a study without representations.
+
+    Returns
+    -------
+    reason : str
+        A sentence for the report's list of absent sections.
 
     Examples
     --------

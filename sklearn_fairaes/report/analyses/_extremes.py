@@ -40,7 +40,17 @@ PROFILE_COLUMNS = ["representation", "group", "feature", "mean_abs_diff"]
 
 
 def minmax_columns(F: NDArray[Any]) -> NDArray[np.float64]:
-    """Each column of ``F`` min-max scaled to [0, 1]; a constant column becomes 0.
+    """Min-max scale each column of ``F`` to [0, 1]; a constant column becomes 0.
+
+    Parameters
+    ----------
+    F : array-like of shape (n_essays, n_features)
+        Interpretable features.
+
+    Returns
+    -------
+    F_scaled : ndarray of shape (n_essays, n_features)
+        The scaled features.
 
     Examples
     --------
@@ -55,7 +65,20 @@ def minmax_columns(F: NDArray[Any]) -> NDArray[np.float64]:
 
 
 def profile_pairs(n: int, n_profile_pairs: int) -> int:
-    """Pairs per group of the feature profile: ``n_profile_pairs``, at most a tenth of all.
+    """Give the pairs per group of the feature profile: at most a tenth of all pairs.
+
+    Parameters
+    ----------
+    n : int
+        Number of essays.
+    n_profile_pairs : int
+        The requested pairs per group.
+
+    Returns
+    -------
+    n_pairs : int
+        ``n_profile_pairs`` capped at a tenth of the ``n * (n - 1) / 2`` pairs,
+        and at least 1.
 
     Examples
     --------
@@ -96,11 +119,33 @@ class ExtremesAnalysis:
     title = "Essay similarity: extreme pairs and aggregate feature differences"
 
     def absent(self, study: Study) -> str | None:
-        """Why the analysis cannot run on ``study`` (no representation), else None."""
+        """Say why the analysis cannot run on ``study`` (no representation), else None.
+
+        Parameters
+        ----------
+        study : Study
+            One prompt's essays, systems and pair spaces.
+
+        Returns
+        -------
+        reason : str or None
+            A sentence for the report, or None when the analysis can run.
+        """
         return None if study.spaces else no_spaces_reason()
 
     def run(self, study: Study) -> AnalysisOutput:
-        """Compute the three tables of the module docstring on one study."""
+        """Compute the three tables of the module docstring on one study.
+
+        Parameters
+        ----------
+        study : Study
+            One prompt's essays, systems and pair spaces.
+
+        Returns
+        -------
+        output : AnalysisOutput
+            The tables (no ``prompt`` column), notes and warnings.
+        """
         from ...metrics import extreme_pairs, feature_difference_profile
 
         pd = require("pandas", purpose="the audit")

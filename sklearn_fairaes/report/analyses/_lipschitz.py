@@ -49,10 +49,20 @@ DISTRIBUTION_COLUMNS = ["representation", "series", "bin_left", "bin_right", "de
 
 
 def curve_bins(n: int) -> list[int]:
-    """The bin counts of the score-distance curves for ``n`` essays: 5 and 100.
+    """Give the bin counts of the score-distance curves for ``n`` essays: 5 and 100.
 
     Every bin needs two pairs, so tiny corpora get fewer bins (and one curve
     when 5 and 100 coincide).
+
+    Parameters
+    ----------
+    n : int
+        Number of essays.
+
+    Returns
+    -------
+    n_bins : list of int
+        The distinct bin counts, smallest first.
 
     Examples
     --------
@@ -66,11 +76,25 @@ def curve_bins(n: int) -> list[int]:
 def normalised_histogram(
     values: NDArray[Any], bins: int = _HIST_BINS
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Edges and density of the histogram of ``values`` min-max scaled to [0, 1].
+    """Histogram ``values`` min-max scaled to [0, 1].
 
     Distances and score differences have different units; scaled, their
     distributions can be drawn on one axis (the paper's Figure 4). All-equal
     values are all put at 0.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_values,)
+        Pair distances or score differences.
+    bins : int, default=50
+        Number of equal-width bins over [0, 1].
+
+    Returns
+    -------
+    edges : ndarray of shape (bins + 1,)
+        Bin edges.
+    density : ndarray of shape (bins,)
+        Density per bin (integrates to 1 over [0, 1]).
 
     Examples
     --------
@@ -131,11 +155,33 @@ class LipschitzAnalysis:
     title = "Individual fairness: Lipschitz fraction and score difference vs. distance"
 
     def absent(self, study: Study) -> str | None:
-        """Why the analysis cannot run on ``study`` (no representation), else None."""
+        """Say why the analysis cannot run on ``study`` (no representation), else None.
+
+        Parameters
+        ----------
+        study : Study
+            One prompt's essays, systems and pair spaces.
+
+        Returns
+        -------
+        reason : str or None
+            A sentence for the report, or None when the analysis can run.
+        """
         return None if study.spaces else no_spaces_reason()
 
     def run(self, study: Study) -> AnalysisOutput:
-        """Compute the four tables of the module docstring on one study."""
+        """Compute the four tables of the module docstring on one study.
+
+        Parameters
+        ----------
+        study : Study
+            One prompt's essays, systems and pair spaces.
+
+        Returns
+        -------
+        output : AnalysisOutput
+            The tables (no ``prompt`` column), notes and warnings.
+        """
         from ...metrics import lipschitz_fraction, score_distance_curve
 
         pd = require("pandas", purpose="the audit")

@@ -59,7 +59,18 @@ class ParaphraseAnalysis:
     title = "Paraphrase robustness"
 
     def absent(self, study: Study) -> str | None:
-        """Why the analysis cannot run on ``study`` (no paraphrases), else None."""
+        """Say why the analysis cannot run on ``study`` (no paraphrases), else None.
+
+        Parameters
+        ----------
+        study : Study
+            One prompt's essays, systems and pair spaces.
+
+        Returns
+        -------
+        reason : str or None
+            A sentence for the report, or None when the analysis can run.
+        """
         if study.paraphrases is None:
             return (
                 "no paraphrases: none were given (paraphrases=<column>, --paraphrase-col "
@@ -72,7 +83,18 @@ class ParaphraseAnalysis:
         return None
 
     def run(self, study: Study) -> AnalysisOutput:
-        """Compute the ``"paraphrase"`` table on one study."""
+        """Compute the ``"paraphrase"`` table on one study.
+
+        Parameters
+        ----------
+        study : Study
+            One prompt's essays, systems and pair spaces.
+
+        Returns
+        -------
+        output : AnalysisOutput
+            The tables (no ``prompt`` column), notes and warnings.
+        """
         from ...metrics import paraphrase_ndcg
 
         pd = require("pandas", purpose="the audit")
