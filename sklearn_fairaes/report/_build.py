@@ -1,0 +1,1444 @@
+"""The audit's first two steps: check every input, then build one study per prompt.
+
+:func:`plan_audit` checks everything :func:`~sklearn_fairaes.report.audit`
+was given, for every prompt, and computes nothing: a bad cell of the last
+prompt is refused before the first prompt's features run. What it returns
+(:class:`Plan`) holds the inputs resolved (columns read, names made into
+estimators, scales declared or inferred per prompt).
+
+:func:`build_studies` then does the computation every analysis shares, in
+the order that surfaces the remaining input errors first: the user's fitted
+models score the essays (a model that fails or predicts the wrong number of
+scores stops the audit before anything else runs), every prompt's
+representations are fitted on that prompt's essays (one that keeps no word
+stops it too), and only then come the interpretable features, the
+paraphrases, the out-of-fold predictions of the trained baselines and the
+pair distances, one :class:`~sklearn_fairaes.report._study.Study` per prompt.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import (
+    MAX_SCORE_POINTS,
+    check_essays,
+    check_groups,
+    check_score_range,
+)
+from ..resources import require
+from ._study import PairSpace, Settings, Study, System
+
+if TYPE_CHECKING:
+    from pandas import DataFrame, Series
+
+REPRESENTATION_NAMES = ("bow", "tfidf", "sbert", "laser")
+MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
+# The trained baseline of short answers (its scores come from the reference
+# answers, not from a representation's vectors).
+REFERENCE_MODEL = "reference_similarity"
+# Names the tables use for rows that are not a user's system.
+RESERVED_NAMES = ("human", "pooled", "all")
+# Above this many essays the pair distances are not held in memory: every pair
+# metric walks the pairs in blocks, and the distribution plots use a sample.
+MAX_CONDENSED = 6000
+# The smallest corpus every analysis is defined on: 4 essays give 6 pairs, so
+# the score-difference curve gets two distance bins of (at least) two pairs.
+MIN_ESSAYS = 4
+DIST_SAMPLE = 1_000_000
+
+
+class AuditInputError(ValueError):
+    """The data given to the audit is unusable; the message says where and how to fix it.
+
+    :func:`~sklearn_fairaes.report.audit` raises it before any computation;
+    it is a :class:`ValueError`, so ``except ValueError`` catches it too.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report import AuditInputError, audit
+    >>> data = pd.DataFrame({"essay": ["One.", "Two.", "Three.", "Four."],
+    ...                      "score": [1, 2, 3, 4]})
+    >>> try:
+    ...     audit(data, text_col="text", score_col="score")
+    ... except AuditInputError as exc:
+    ...     print(exc)
+    text column 'text' not found; the columns are: 'essay', 'score'
+    """
+
+
+# -- names -> estimators --------------------------------------------------------
+
+
+def make_representation(name: str, *, sbert_model: str) -> Any:
+    """The unfitted transformer of a representation name."""
+    from .. import text
+
+    if name == "bow":
+        return text.BowVectorizer()
+    if name == "tfidf":
+        return text.TfidfEssayVectorizer()
+    if name == "sbert":
+        return text.SentenceBertEncoder(sbert_model)
+    if name == "laser":
+        return text.LaserEncoder()
+    raise AuditInputError(
+        f"unknown representation {name!r}; choose from {sorted(REPRESENTATION_NAMES)} or "
+        f"pass a dict name -> transformer"
+    )
+
+
+def make_model(name: str, *, random_state: int | None, n_jobs: int | None) -> Any:
+    """The unfitted regressor of a baseline model name."""
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import Ridge
+
+    if name == "ridge":
+        return Ridge(alpha=1.0)
+    if name == "random_forest":
+        # sqrt features per split: the paper's default (all features) takes
+        # minutes per fit on 15,000 n-gram columns; replicate_asap7.py uses it.
+        return RandomForestRegressor(
+            n_estimators=100, max_features="sqrt", random_state=random_state, n_jobs=n_jobs
+        )
+    if name == "gradient_boosting":
+        # sklearn's exact-split boosting: no OpenMP (the histogram variant spins
+        # its threads against joblib's on small machines) and sparse input as is;
+        # sqrt features per split and row subsampling, like the paper's XGBoost
+        # column/row sampling, keep it fast on 15,000 n-gram columns.
+        return GradientBoostingRegressor(
+            n_estimators=200,
+            learning_rate=0.05,
+            max_depth=3,
+            subsample=0.8,
+            max_features="sqrt",
+            random_state=random_state,
+        )
+    if name == REFERENCE_MODEL:
+        # built per study by make_reference_baseline (one grader per representation)
+        return REFERENCE_MODEL
+    raise AuditInputError(
+        f"unknown model {name!r}; choose from {sorted(MODEL_NAMES)} (and "
+        f"{REFERENCE_MODEL!r} for short answers with reference_col) or pass a dict "
+        f"name -> regressor"
+    )
+
+
+def _names(objs: str | Iterable[str], kind: str) -> list[str]:
+    if isinstance(objs, str):
+        objs = [s.strip() for s in objs.split(",") if s.strip()]
+    names = list(objs)
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise AuditInputError(f"{kind} lists {dupes} more than once")
+    return names
+
+
+def named(
+    objs: Mapping[str, Any] | str | Iterable[str],
+    factory: Callable[..., Any],
+    kind: str,
+    *,
+    allow_empty: bool = False,
+    **kw: Any,
+) -> dict[str, Any]:
+    """Names (a list or one comma-separated string) or a dict name -> object, as a dict."""
+    if isinstance(objs, Mapping):
+        out = dict(objs)
+    else:
+        out = {n: factory(n, **kw) for n in _names(objs, kind)}
+    if not out and not allow_empty:
+        raise AuditInputError(f"{kind} is empty; give at least one")
+    return out
+
+
+def check_per_representation(mods: Mapping[str, Any], reps: Mapping[str, Any]) -> None:
+    """A model may be one regressor or a dict representation -> regressor.
+
+    The paper tunes each model per representation (e.g. XGBoost's learning rate,
+    Ridge's alpha for BOW); a dict value keeps those settings under one model name.
+    """
+    for mname, model in mods.items():
+        if not isinstance(model, dict):
+            continue
+        missing = [r for r in reps if r not in model]
+        extra = sorted(str(r) for r in model if r not in reps)
+        if missing or extra:
+            raise AuditInputError(
+                f"models[{mname!r}] is a dict of per-representation regressors but "
+                + (f"has none for {missing}" if missing else f"names unknown {extra}")
+                + f"; give one regressor for each of {list(reps)}"
+            )
+
+
+def describe_model(model: Any) -> str:
+    """``Name(param=value, ...)`` with only the parameters changed from the defaults.
+
+    sklearn's repr does this already; other libraries' (XGBoost's) list every
+    parameter, which drowns the settings that matter in a report.
+    """
+    params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
+    try:
+        defaults = type(model)().get_params(deep=False)
+    except Exception:  # a class that needs arguments: show every set parameter
+        defaults = {}
+    changed = []
+    for key in sorted(params):
+        value = params[key]
+        if key in defaults and _same(defaults[key], value):
+            continue
+        if value is None and key not in defaults:
+            continue
+        changed.append(f"{key}={value!r}")
+    return f"{type(model).__name__}({', '.join(changed)})"
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True  # NaN defaults (XGBoost's missing=nan)
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # arrays and other values without a truth value
+        return a is b
+
+
+# -- messages ---------------------------------------------------------------------
+
+
+def short(value: object, limit: int = 40) -> str:
+    """``repr`` of a cell, cut to ``limit`` characters: a message stays one line."""
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def value_text(x: float) -> str:
+    """A score as people write it (no numpy repr, at most 6 significant digits)."""
+    return f"{float(x):.6g}"
+
+
+def _row_hint(message: str) -> str:
+    # positions are 0-based inside the validator; people count rows from 1
+    m = re.search(r"position (\d+)", message)
+    if m:
+        row = int(m.group(1)) + 1
+        message = message.replace(m.group(0), f"data row {row}", 1)
+    return message
+
+
+class _Where:
+    """How a message names a data row: ``data row 5`` or ``data row 5 (prompt '3')``."""
+
+    def __init__(self, prompt_ids: NDArray[Any] | None) -> None:
+        self.prompt_ids = prompt_ids
+
+    def row(self, i: int) -> str:
+        if self.prompt_ids is None:
+            return f"data row {i + 1}"
+        return f"data row {i + 1} (prompt {self.prompt_ids[i]!r})"
+
+    def of(self, prompt: str) -> str:
+        """`` of prompt '3'`` with several prompts, else nothing."""
+        return "" if self.prompt_ids is None else f" of prompt {prompt!r}"
+
+
+# -- columns --------------------------------------------------------------------
+
+
+def column(frame: DataFrame, name: str, what: str) -> Series:
+    """``frame[name]``, refused with the list of columns when it is not there."""
+    if name not in frame.columns:
+        cols = ", ".join(repr(c) for c in sorted(map(str, frame.columns)))
+        raise AuditInputError(f"{what} column {name!r} not found; the columns are: {cols}")
+    return frame[name].reset_index(drop=True)
+
+
+def _numeric(
+    raw: Series, what: str, where: _Where, *, fix: str = "Fix or drop them."
+) -> NDArray[np.float64]:
+    """Finite floats; refuse text, blank and non-finite cells by data row."""
+    pd = require("pandas", purpose="the audit")
+    numeric = pd.to_numeric(raw, errors="coerce")
+    bad = numeric.isna().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AuditInputError(
+            f"{what} must hold numbers; {where.row(i)} holds {short(raw.iloc[i])} "
+            f"({int(bad.sum())} such row(s)). {fix}"
+        )
+    values = numeric.to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AuditInputError(
+            f"{what} holds a non-finite score in {where.row(i)} ({short(raw.iloc[i])}; "
+            f"{int(bad.sum())} such row(s)); give the score point, or drop the row"
+        )
+    return values
+
+
+def _check_integer_scale(values: NDArray[np.float64], what: str, where: _Where) -> None:
+    """Refuse non-integer scores before any work: QWK needs integer score points.
+
+    Half-point scales (e.g. ELLIPSE's 1.0-5.0 in steps of 0.5) are common; the
+    message names the factor that makes them integers.
+    """
+    frac = np.abs(values - np.round(values)) > 1e-9
+    if not frac.any():
+        return
+    i = int(np.flatnonzero(frac)[0])
+    factor = next(
+        (k for k in (2, 3, 4, 5, 10, 100) if np.allclose(values * k, np.round(values * k))),
+        None,
+    )
+    fix = (
+        f"multiply the scores by {factor} (and divide the report's score units by "
+        f"{factor} when reading it)"
+        if factor is not None
+        else "round them to the reported score points"
+    )
+    raise AuditInputError(
+        f"{what} holds non-integer scores ({where.row(i)}: {value_text(values[i])}; "
+        f"{int(frac.sum())} such row(s)); agreement (QWK) is defined on integer score "
+        f"points: {fix}"
+    )
+
+
+def _check_span(
+    values: NDArray[np.float64],
+    what: str,
+    where: _Where,
+    *,
+    offset: NDArray[np.intp] | None = None,
+    declare: bool = True,
+) -> None:
+    """Refuse an inferred scale of more than ``MAX_SCORE_POINTS`` points."""
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo + 1 <= MAX_SCORE_POINTS:
+        return
+    # the value farther from the median is the likely typo
+    med = float(np.median(values))
+    k = int(np.argmax(values) if hi - med >= med - lo else np.argmin(values))
+    i = k if offset is None else int(offset[k])
+    fix = (
+        "; or declare the scale with score_range=(low, high) (--score-range low,high)"
+        if declare
+        else ""
+    )
+    raise AuditInputError(
+        f"{what} spans {value_text(lo)} to {value_text(hi)}, more than "
+        f"{MAX_SCORE_POINTS} score points: {where.row(i)} holds {value_text(values[k])}, "
+        f"far outside the other scores (median {value_text(med)}); fix that row{fix}"
+    )
+
+
+def _check_text_not_numeric(values: Series, text_col: str) -> None:
+    """Refuse a text column that holds numbers: it is the wrong column.
+
+    Such "essays" have no words, so the vocabulary representations would be
+    empty and every distance 0; the audit says so before any work.
+    """
+    pd = require("pandas", purpose="the audit")
+    numeric = pd.to_numeric(values, errors="coerce")
+    if len(values) and numeric.notna().all():
+        raise AuditInputError(
+            f"text column {text_col!r} holds numbers in every row (data row 1: "
+            f"{short(values.iloc[0])}), not essays; pass the column with the essay "
+            f"text (--text-col / text_col)"
+        )
+
+
+def _texts(values: Any, what: str, *, allow_empty: bool) -> list[str]:
+    try:
+        return check_essays(values, name=what, allow_empty=allow_empty)
+    except (TypeError, ValueError) as exc:
+        raise AuditInputError(_row_hint(str(exc))) from None
+
+
+def _blank(values: Series) -> NDArray[np.bool_]:
+    return (values.isna() | values.astype(str).str.strip().eq("")).to_numpy()
+
+
+def prompt_id(value: object) -> str:
+    """A prompt id as text: ``3``, ``3.0`` and ``"3"`` are all ``"3"``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _prompt_order(ids: Iterable[str]) -> list[str]:
+    """Prompt ids sorted as numbers when they all are (ASAP's 1..8), else as text."""
+    unique = sorted(set(ids))
+    try:
+        return sorted(unique, key=float)
+    except ValueError:
+        return unique
+
+
+# -- the plan -----------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What the audit was asked to do, checked and resolved; nothing computed yet.
+
+    Arrays are over the data's rows (0-based, in the data's order);
+    ``prompt_ids`` gives each row's prompt (``"all"`` without a prompt
+    column), ``prompts`` the prompts in report order.
+    """
+
+    text_col: str
+    score_col: str
+    essays: list[str]
+    human: NDArray[np.float64]
+    ids: NDArray[Any]
+    prompt_col: str | None
+    prompt_ids: NDArray[Any]
+    prompts: list[str]
+    prompt_texts: dict[str, str | None]
+    scales: dict[str, tuple[tuple[float, float], Literal["declared", "inferred"]]]
+    representations: dict[str, Any]
+    trained: dict[str, Any]
+    fitted: dict[str, Any]
+    given: dict[str, NDArray[np.float64]]
+    given_columns: dict[str, str | None]
+    settings: Settings
+    features: list[str]
+    omitted_features: list[dict[str, str]]
+    rater_cols: tuple[str, str] | None = None
+    raters: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+    group_col: str | None = None
+    groups: NDArray[Any] | None = None
+    paraphrases: list[str] | None = None
+    reference_col: str | None = None
+    references: list[list[str]] | None = None
+
+    @property
+    def short_answer(self) -> bool:
+        """Whether the audit grades short answers (a reference column was given)."""
+        return self.references is not None
+
+    def rows_of(self, prompt: str) -> NDArray[np.intp]:
+        """The 0-based data rows of ``prompt``."""
+        return np.flatnonzero(self.prompt_ids == prompt)
+
+
+def plan_audit(
+    data: object,
+    *,
+    text_col: str,
+    score_col: str,
+    rater_cols: str | Sequence[str] | None,
+    score_range: Any,
+    prompt: str | None,
+    prompt_col: str | None,
+    prompts: Mapping[Any, str] | None,
+    group_col: str | None,
+    id_col: str | None,
+    systems: Any,
+    representations: Sequence[str] | Mapping[str, Any],
+    models: Any,
+    refit: bool | Collection[str],
+    paraphrases: str | Sequence[str] | None,
+    reference_col: str | None,
+    reference_sep: str | None,
+    perturbations: str | Sequence[str] | None,
+    grammar: str | None,
+    settings: Settings,
+) -> Plan:
+    """Check every input of the audit for every prompt; see the module docstring."""
+    pd = require("pandas", purpose="the audit")
+    if not isinstance(data, pd.DataFrame):
+        raise AuditInputError(
+            f"data must be a pandas DataFrame, got {type(data).__name__}; read the file "
+            f"first (or use the fairaes command, which reads tsv/csv/xlsx)"
+        )
+    if len(data) < MIN_ESSAYS:
+        raise AuditInputError(
+            f"data has {len(data)} row(s); the audit needs at least {MIN_ESSAYS} essays "
+            f"(the score-difference curves need two distance bins of two pairs each)"
+        )
+    text = column(data, text_col, "text")
+    _check_text_not_numeric(text, text_col)
+    essays = _texts(text, f"column {text_col!r}", allow_empty=False)
+    prompt_ids, order, texts = _prompts(data, prompt_col, prompts, prompt)
+    where = _Where(prompt_ids if prompt_col is not None else None)
+    short_answer = reference_col is not None
+    human = _numeric(column(data, score_col, "score"), f"score column {score_col!r}", where)
+    if not short_answer:
+        _check_integer_scale(human, f"score column {score_col!r}", where)
+    scales = _scales(human, prompt_ids, order, score_range, score_col, where, short_answer)
+    raters, rater_names = _raters(data, rater_cols, where, short_answer)
+    groups = None
+    if group_col is not None:
+        groups = _check_groups(
+            column(data, group_col, "group"), group_col, prompt_ids, where
+        )
+    ids = _ids(data, id_col, len(essays))
+    para = None
+    if paraphrases is not None:
+        if isinstance(paraphrases, str):
+            para = _texts(
+                column(data, paraphrases, "paraphrase"),
+                f"paraphrase column {paraphrases!r}",
+                allow_empty=True,
+            )
+        else:
+            values = (
+                paraphrases.reset_index(drop=True)
+                if hasattr(paraphrases, "reset_index")
+                else paraphrases
+            )
+            para = _texts(values, "paraphrases", allow_empty=True)
+        if len(para) != len(essays):
+            raise AuditInputError(
+                f"paraphrases has {len(para)} entries for {len(essays)} essays; "
+                f"give one paraphrase per essay, in the same order"
+            )
+    references = None
+    if reference_col is not None:
+        references = _references(data, reference_col, reference_sep, prompt_ids, where)
+    elif reference_sep is not None:
+        raise AuditInputError("reference_sep needs reference_col (the reference answers)")
+    reps = named(
+        representations,
+        make_representation,
+        "representations",
+        sbert_model=settings.sbert_model,
+    )
+    given, given_columns = _given(data, systems, len(essays), scales, prompt_ids, where)
+    trained, fitted = _models(models, refit, bool(given), settings, short_answer)
+    check_per_representation(trained, reps)
+    _check_names(given, trained, fitted)
+    if trained:
+        smallest = min(order, key=lambda p: int(np.sum(prompt_ids == p)))
+        n_min = int(np.sum(prompt_ids == smallest))
+        cv = settings.cv
+        if not isinstance(cv, int) or isinstance(cv, bool) or not 2 <= cv <= n_min:
+            of = "" if prompt_col is None else f" of prompt {smallest!r}"
+            raise AuditInputError(
+                f"cv must be an int between 2 and the number of essays{of} ({n_min}), "
+                f"got {cv!r}"
+            )
+    if not given and not trained and not fitted:
+        raise AuditInputError(
+            "nothing to audit: give systems= (columns of your scores), models= "
+            "(baselines to train, or fitted models with refit=False), or leave models "
+            "at its default"
+        )
+    _check_grammar(grammar)
+    has_prompt = any(t is not None for t in texts.values())
+    settings.perturbations = _check_perturbations(
+        perturbations, has_prompt, settings.n_perturbation_essays
+    )
+    chosen, omitted = _chosen_features(has_prompt, grammar)
+    return Plan(
+        text_col=text_col,
+        score_col=score_col,
+        essays=essays,
+        human=human,
+        ids=ids,
+        prompt_col=prompt_col,
+        prompt_ids=prompt_ids,
+        prompts=order,
+        prompt_texts=texts,
+        scales=scales,
+        representations=reps,
+        trained=trained,
+        fitted=fitted,
+        given=given,
+        given_columns=given_columns,
+        settings=settings,
+        features=chosen,
+        omitted_features=omitted,
+        rater_cols=rater_names,
+        raters=raters,
+        group_col=group_col,
+        groups=groups,
+        paraphrases=para,
+        reference_col=reference_col,
+        references=references,
+    )
+
+
+def _prompts(
+    data: DataFrame,
+    prompt_col: str | None,
+    prompts: Mapping[Any, str] | None,
+    prompt: str | None,
+) -> tuple[NDArray[Any], list[str], dict[str, str | None]]:
+    """Each row's prompt id, the prompts in order, and each prompt's text (or None)."""
+    n = len(data)
+    if prompt_col is None:
+        if prompts is not None:
+            raise AuditInputError(
+                "prompts= gives a text per prompt id, which needs prompt_col (the "
+                "column of each essay's prompt id); for one prompt pass prompt= instead"
+            )
+        return np.full(n, "all", dtype=object), ["all"], {"all": prompt}
+    if prompt is not None and prompts is not None:
+        raise AuditInputError(
+            "give either prompt= (one task statement for every essay) or prompts= (a "
+            "text per prompt id), not both"
+        )
+    raw = column(data, prompt_col, "prompt")
+    blank = _blank(raw)
+    if blank.any():
+        i = int(np.flatnonzero(blank)[0])
+        raise AuditInputError(
+            f"prompt column {prompt_col!r} is empty in data row {i + 1} "
+            f"({short(raw.iloc[i])}; {int(blank.sum())} row(s) in all); give every "
+            f"essay its prompt id, or drop those rows"
+        )
+    ids = np.array([prompt_id(v) for v in raw], dtype=object)
+    order = _prompt_order(ids)
+    clash = sorted(set(order) & set(RESERVED_NAMES))
+    if clash:
+        raise AuditInputError(
+            f"prompt column {prompt_col!r} has a prompt named {clash[0]!r}, which the "
+            f"tables use for rows across prompts; rename that prompt"
+        )
+    for p in order:
+        k = int(np.sum(ids == p))
+        if k < MIN_ESSAYS:
+            raise AuditInputError(
+                f"prompt {p!r} (column {prompt_col!r}) has {k} essay(s); each prompt "
+                f"is audited on its own and needs at least {MIN_ESSAYS} essays (data "
+                f"row(s) {(np.flatnonzero(ids == p)[:5] + 1).tolist()}): add essays, "
+                f"or drop the prompt"
+            )
+    texts: dict[str, str | None] = {p: prompt for p in order}
+    if prompts is not None:
+        if not isinstance(prompts, Mapping):
+            raise AuditInputError(
+                f"prompts must be a dict prompt id -> task statement, got "
+                f"{type(prompts).__name__}"
+            )
+        given = {prompt_id(k): v for k, v in prompts.items()}
+        missing = [p for p in order if p not in given]
+        if missing:
+            raise AuditInputError(
+                f"prompt {missing[0]!r} of column {prompt_col!r} has no prompt text in "
+                f"prompts= ({len(missing)} prompt(s) without one: "
+                f"{', '.join(map(repr, missing[:5]))}); give a text for every prompt id"
+            )
+        for p in order:
+            t = given[p]
+            if not isinstance(t, str) or not t.strip():
+                raise AuditInputError(
+                    f"the prompt text of prompt {p!r} is {short(t)}; give the task "
+                    f"statement as non-empty text"
+                )
+            texts[p] = t
+    return ids, order, texts
+
+
+def _check_scale(score_range: Any, name: str, short_answer: bool) -> tuple[float, float]:
+    if not short_answer:
+        try:
+            return check_score_range(score_range, name=name)
+        except (TypeError, ValueError) as exc:
+            raise AuditInputError(str(exc)) from None
+    # short-answer points are often fractions (SAF's 0-0.5 and 0-2.5 questions)
+    try:
+        lo, hi = (float(v) for v in score_range)
+    except (TypeError, ValueError):
+        raise AuditInputError(
+            f"{name} must be (low, high), two numbers, got {short(score_range)}"
+        ) from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise AuditInputError(
+            f"{name} must be (low, high), finite with low < high, got {short(score_range)}"
+        )
+    return lo, hi
+
+
+def _scales(
+    y: NDArray[np.float64],
+    prompt_ids: NDArray[Any],
+    order: list[str],
+    score_range: Any,
+    score_col: str,
+    where: _Where,
+    short_answer: bool,
+) -> dict[str, tuple[tuple[float, float], Literal["declared", "inferred"]]]:
+    """Each prompt's human score scale, declared or inferred, checked against its scores.
+
+    Every score must lie on the scale: one mistyped value (1e12, -1e308)
+    would otherwise dominate the min-max normalisation of the Lipschitz
+    fraction, overflow the models or make the agreement arrays too large for
+    memory.
+    """
+    declared: dict[str, tuple[float, float]] = {}
+    if isinstance(score_range, Mapping):
+        for key, value in score_range.items():
+            p = prompt_id(key)
+            if p not in order:
+                raise AuditInputError(
+                    f"score_range names prompt {p!r}, which is not in the data's "
+                    f"prompts ({', '.join(map(repr, order[:10]))}); check the prompt ids"
+                )
+            declared[p] = _check_scale(value, f"score_range[{p!r}]", short_answer)
+    elif score_range is not None:
+        scale = _check_scale(score_range, "score_range", short_answer)
+        declared = dict.fromkeys(order, scale)
+    out: dict[str, tuple[tuple[float, float], Literal["declared", "inferred"]]] = {}
+    what = f"score column {score_col!r}"
+    for p in order:
+        rows = np.flatnonzero(prompt_ids == p)
+        yp = y[rows]
+        if p in declared:
+            lo, hi = declared[p]
+            outside = (yp < lo) | (yp > hi)
+            if outside.any():
+                i = int(rows[np.flatnonzero(outside)[0]])
+                raise AuditInputError(
+                    f"{what} holds {value_text(y[i])} in {where.row(i)}, outside the "
+                    f"declared score scale {lo:g} to {hi:g} ({int(outside.sum())} such "
+                    f"row(s)); fix those rows, or declare the scale the scores use"
+                )
+            out[p] = ((lo, hi), "declared")
+        else:
+            if not short_answer:
+                _check_span(yp, what + where.of(p), where, offset=rows)
+            out[p] = ((float(yp.min()), float(yp.max())), "inferred")
+        if np.all(yp == yp[0]) or out[p][0][0] == out[p][0][1]:
+            raise AuditInputError(
+                f"{what} holds the same score ({value_text(yp[0])}) in every row"
+                f"{where.of(p)}; agreement, the Lipschitz fraction and the feature "
+                f"profiles compare different scores and are undefined. Audit essays "
+                f"with different scores"
+            )
+    return out
+
+
+def _raters(
+    data: DataFrame,
+    rater_cols: str | Sequence[str] | None,
+    where: _Where,
+    short_answer: bool,
+) -> tuple[tuple[NDArray[np.float64], NDArray[np.float64]] | None, tuple[str, str] | None]:
+    if not rater_cols:
+        return None, None
+    if isinstance(rater_cols, str):  # "r1,r2", as on the command line
+        rater_cols = [c.strip() for c in rater_cols.split(",") if c.strip()]
+    cols = list(rater_cols)
+    if len(cols) != 2:
+        raise AuditInputError(
+            f"rater_cols must name exactly two columns (rater 1 and rater 2), got {cols}"
+        )
+    if cols[0] == cols[1]:
+        raise AuditInputError(
+            f"rater_cols names column {cols[0]!r} twice; give the columns of the two "
+            f"raters who scored each essay independently"
+        )
+    values = []
+    for col in cols:
+        v = _numeric(column(data, col, "rater"), f"rater column {col!r}", where)
+        if not short_answer:
+            _check_integer_scale(v, f"rater column {col!r}", where)
+        # raters keep a scale of their own (a resolved score is often their
+        # sum: ASAP's 2-24 from two 0-12 raters), held to the same limit
+        _check_span(v, f"rater column {col!r}", where, declare=False)
+        values.append(v)
+    if np.array_equal(values[0], values[1]):
+        raise AuditInputError(
+            f"rater columns {cols[0]!r} and {cols[1]!r} are identical in every row, "
+            f"which would make the human-human agreement 1; give the columns of the "
+            f"two raters who scored each essay independently"
+        )
+    return (values[0], values[1]), (cols[0], cols[1])
+
+
+def _check_groups(
+    raw: Series, group_col: str, prompt_ids: NDArray[Any], where: _Where
+) -> NDArray[Any]:
+    """The group labels as str, one per essay; refuse what the group view cannot use.
+
+    An empty cell (NaN, None, or blank text: the command line reads empty cells
+    as ``""``) would silently become a group of its own, and one group leaves
+    nothing to compare, so both stop the audit before any work.
+    """
+    blank = _blank(raw)
+    if blank.any():
+        i = int(np.flatnonzero(blank)[0])
+        raise AuditInputError(
+            f"group column {group_col!r} is empty in {where.row(i)} "
+            f"({short(raw.iloc[i])}; {int(blank.sum())} row(s) in all); fill those "
+            f"cells (e.g. 'unknown') or drop the rows"
+        )
+    labels = raw.astype(str).to_numpy()
+    if "all" in set(labels):
+        raise AuditInputError(
+            f"group column {group_col!r} has a group named 'all', which the group "
+            f"tables use for the row of all essays; rename that group"
+        )
+    for p in _prompt_order(prompt_ids):
+        try:
+            check_groups(
+                labels[prompt_ids == p],
+                name=f"group column {group_col!r}{where.of(p)}",
+                min_groups=2,
+            )
+        except (TypeError, ValueError) as exc:
+            raise AuditInputError(
+                f"{exc}; pick another column or leave group_col out"
+            ) from None
+    return labels
+
+
+def _ids(data: DataFrame, id_col: str | None, n: int) -> NDArray[Any]:
+    pd = require("pandas", purpose="the audit")
+    if id_col is None:
+        return np.array([str(i + 1) for i in range(n)])
+    ids = column(data, id_col, "id").astype(str).to_numpy()
+    dup = pd.Series(ids).duplicated(keep=False).to_numpy()
+    if dup.any():
+        rows = (np.flatnonzero(dup)[:5] + 1).tolist()
+        raise AuditInputError(
+            f"id column {id_col!r} has duplicate ids (data rows {rows}, id "
+            f"{short(ids[dup][0])}); ids must be unique"
+        )
+    return ids
+
+
+def _references(
+    data: DataFrame,
+    reference_col: str,
+    sep: str | None,
+    prompt_ids: NDArray[Any],
+    where: _Where,
+) -> list[list[str]]:
+    """Each answer's reference answers: its row's cell, split at ``sep``."""
+    raw = column(data, reference_col, "reference")
+    blank = _blank(raw)
+    if blank.any():
+        i = int(np.flatnonzero(blank)[0])
+        raise AuditInputError(
+            f"reference column {reference_col!r} is empty in {where.row(i)} "
+            f"({int(blank.sum())} row(s) in all); every answer needs its question's "
+            f"reference answer(s): fill those cells or drop the rows"
+        )
+    if sep is not None and not (isinstance(sep, str) and sep):
+        raise AuditInputError(f"reference_sep must be non-empty text, got {short(sep)}")
+    out = []
+    for i, cell in enumerate(raw.astype(str)):
+        refs = [r.strip() for r in cell.split(sep)] if sep else [cell.strip()]
+        refs = [r for r in refs if r]
+        if not refs:
+            raise AuditInputError(
+                f"reference column {reference_col!r} holds only separators "
+                f"({short(sep)}) in {where.row(i)}; give at least one reference answer"
+            )
+        out.append(refs)
+    return out
+
+
+def _given(
+    data: DataFrame,
+    systems: Any,
+    n: int,
+    scales: Mapping[str, tuple[tuple[float, float], str]],
+    prompt_ids: NDArray[Any],
+    where: _Where,
+) -> tuple[dict[str, NDArray[np.float64]], dict[str, str | None]]:
+    """The given systems' scores, numeric, finite and on every prompt's scale."""
+    pd = require("pandas", purpose="the audit")
+    if systems is None:
+        return {}, {}
+    if isinstance(systems, str) or (
+        isinstance(systems, Sequence) and all(isinstance(s, str) for s in systems)
+    ):
+        spec: dict[str, Any] = {c: c for c in _names(systems, "systems")}
+    elif isinstance(systems, Mapping):
+        spec = dict(systems)
+    else:
+        raise AuditInputError(
+            f"systems must be column names or a dict name -> column name or scores, got "
+            f"{type(systems).__name__}"
+        )
+    if not spec:
+        raise AuditInputError("systems is empty; give at least one column of scores")
+    scores: dict[str, NDArray[np.float64]] = {}
+    columns: dict[str, str | None] = {}
+    for name, source in spec.items():
+        if not isinstance(name, str) or not name.strip():
+            raise AuditInputError(f"system names must be non-empty text, got {short(name)}")
+        if isinstance(source, str):
+            raw = column(data, source, f"system {name!r}")
+            what = (
+                f"system column {source!r}"
+                if source == name
+                else f"system {name!r} (column {source!r})"
+            )
+            columns[name] = source
+        else:
+            arr = np.asarray(source, dtype=object).ravel()
+            if len(arr) != n:
+                raise AuditInputError(
+                    f"system {name!r} has {len(arr)} scores for {n} essays; give one "
+                    f"score per row of data, in the same order"
+                )
+            raw = pd.Series(arr)
+            what = f"system {name!r}"
+            columns[name] = None
+        values = _numeric(
+            raw, what, where, fix="Give every essay this system's score, or drop the rows."
+        )
+        for p, ((lo, hi), source_kind) in scales.items():
+            rows = np.flatnonzero(prompt_ids == p)
+            outside = (values[rows] < lo) | (values[rows] > hi)
+            if outside.any():
+                i = int(rows[np.flatnonzero(outside)[0]])
+                how = (
+                    "declared score scale"
+                    if source_kind == "declared"
+                    else "score scale inferred from the human scores"
+                )
+                fix = (
+                    "fix those rows, or declare the scale the scores use"
+                    if source_kind == "declared"
+                    else "declare the rubric's scale with score_range=(low, high) "
+                    "(--score-range low,high)"
+                )
+                raise AuditInputError(
+                    f"{what} holds {value_text(values[i])} in {where.row(i)}, outside "
+                    f"the {how} {lo:g} to {hi:g} ({int(outside.sum())} such row(s)); "
+                    f"{fix}"
+                )
+        scores[name] = values
+    return scores, columns
+
+
+def _models(
+    models: Any,
+    refit: bool | Collection[str],
+    have_given: bool,
+    settings: Settings,
+    short_answer: bool,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The baselines to cross-validate and the fitted models to use as they are."""
+    kw = {"random_state": settings.random_state, "n_jobs": settings.n_jobs}
+    if models is None:
+        # the default: baselines only when there is nothing of the user's to audit
+        models = () if have_given else MODEL_NAMES
+        if refit is not True:
+            raise AuditInputError(
+                "refit names fitted models in models=, which is not given; pass "
+                "models={name: fitted_estimator} with refit=False"
+            )
+    if isinstance(refit, bool):
+        if refit:
+            mods = named(models, make_model, "models", allow_empty=have_given, **kw)
+            return _baselines(mods, short_answer), {}
+        if not isinstance(models, Mapping):
+            raise AuditInputError(
+                "refit=False uses every entry of models as a fitted model, so models "
+                "must be a dict name -> fitted estimator (texts -> scores), got "
+                f"{short(models)}"
+            )
+        return {}, _fitted(dict(models))
+    trained_names = _names(refit, "refit")
+    if isinstance(models, Mapping):
+        spec = dict(models)
+    else:
+        spec = {n: n for n in _names(models, "models")}
+    unknown = [n for n in trained_names if n not in spec]
+    if unknown:
+        raise AuditInputError(
+            f"refit names {unknown}, which models does not have ({list(spec)}); refit "
+            f"lists the models the audit trains"
+        )
+    trained = {}
+    for n in trained_names:
+        value = spec[n]
+        trained[n] = make_model(value, **kw) if isinstance(value, str) else value
+    fitted = {n: v for n, v in spec.items() if n not in trained}
+    names_only = [n for n, v in fitted.items() if isinstance(v, str)]
+    if names_only:
+        raise AuditInputError(
+            f"models {names_only} are names, not fitted estimators, and refit does not "
+            f"list them; add them to refit to train them, or give the fitted estimator"
+        )
+    return _baselines(trained, short_answer), _fitted(fitted)
+
+
+def _baselines(mods: dict[str, Any], short_answer: bool) -> dict[str, Any]:
+    if REFERENCE_MODEL in mods and not short_answer:
+        raise AuditInputError(
+            f"model {REFERENCE_MODEL!r} grades answers by their similarity to the "
+            f"reference answers; give reference_col (the reference answers), or leave "
+            f"it out"
+        )
+    return mods
+
+
+def _fitted(fitted: dict[str, Any]) -> dict[str, Any]:
+    for name, est in fitted.items():
+        if not callable(getattr(est, "predict", None)):
+            raise AuditInputError(
+                f"model {name!r} ({type(est).__name__}) has no predict method; a fitted "
+                f"model must be an estimator or pipeline that takes essay texts and "
+                f"returns one score per essay"
+            )
+    return fitted
+
+
+def _check_names(
+    given: Mapping[str, Any], trained: Mapping[str, Any], fitted: Mapping[str, Any]
+) -> None:
+    """Reserved names and names used twice are refused: a table row names one system."""
+    for name in trained:
+        if name in RESERVED_NAMES:
+            raise AuditInputError(
+                f"model name {name!r} is reserved for the tables' own rows "
+                f"({', '.join(map(repr, RESERVED_NAMES))}); rename it"
+            )
+    for kind, names in (("system", given), ("model", fitted)):
+        for name in names:
+            if name in RESERVED_NAMES or name in trained:
+                what = (
+                    "the tables' own rows"
+                    if name in RESERVED_NAMES
+                    else "a trained baseline"
+                )
+                raise AuditInputError(
+                    f"{kind} name {name!r} is reserved for {what} "
+                    f"({', '.join(map(repr, [*RESERVED_NAMES, *trained]))}); rename it"
+                )
+    both = sorted(set(given) & set(fitted))
+    if both:
+        raise AuditInputError(
+            f"{both[0]!r} names both a given system and a fitted model; give them "
+            f"different names"
+        )
+
+
+def _check_grammar(grammar: str | None) -> None:
+    """Probe the LanguageTool asked for now, not after the other features are computed."""
+    if grammar is None:
+        return
+    from ..features._grammar import resolve_grammar
+
+    try:
+        resolve_grammar(grammar)
+    except (OSError, ImportError, LookupError, TypeError) as exc:
+        # ConnectionError (no server) is an OSError; ResourceNotFoundError
+        # (no local LanguageTool or Java) a LookupError or ImportError
+        raise AuditInputError(f"grammar={short(grammar, 80)}: {exc}") from None
+
+
+def _check_perturbations(
+    perturbations: str | Sequence[str] | None, has_prompt: bool, n_essays: int
+) -> tuple[str, ...] | None:
+    """The perturbation names to run (None: none), checked before any work."""
+    if perturbations is None:
+        return None
+    from ..perturb import DEFAULT_PERTURBATIONS, PERTURBATION_NAMES
+
+    if isinstance(n_essays, bool) or not isinstance(n_essays, int) or n_essays < 2:
+        raise AuditInputError(
+            f"n_perturbation_essays must be an int >= 2, got {n_essays!r}"
+        )
+    if isinstance(perturbations, str):
+        if perturbations == "default":
+            names = [
+                p for p in DEFAULT_PERTURBATIONS if has_prompt or p != "prompt_stuffing"
+            ]
+        elif perturbations == "all":
+            names = list(PERTURBATION_NAMES)
+        else:
+            names = [p.strip() for p in perturbations.split(",") if p.strip()]
+    else:
+        names = list(perturbations)
+    unknown = [p for p in names if p not in PERTURBATION_NAMES]
+    if unknown or not names:
+        raise AuditInputError(
+            f"unknown perturbation(s) {unknown}; choose from {list(PERTURBATION_NAMES)}, "
+            f"'default' or 'all'"
+            if unknown
+            else "perturbations is empty; give at least one name, 'default' or 'all'"
+        )
+    if "prompt_stuffing" in names and not has_prompt:
+        raise AuditInputError(
+            "perturbation 'prompt_stuffing' needs the task statement: pass prompt= "
+            "(or --prompt-file), or leave it out"
+        )
+    return tuple(names)
+
+
+def _chosen_features(
+    has_prompt: bool, grammar: str | None
+) -> tuple[list[str], list[dict[str, str]]]:
+    from ..features import FEATURE_NAMES
+    from ..features._interpretable import PROMPT_FEATURES
+
+    chosen = list(FEATURE_NAMES)
+    omitted = []
+    if not has_prompt:
+        chosen = [f for f in chosen if f not in PROMPT_FEATURES]
+        omitted += [
+            {"feature": f, "reason": "no prompt was given"} for f in PROMPT_FEATURES
+        ]
+    if grammar is None:
+        chosen.remove("language_errors")
+        omitted.append(
+            {
+                "feature": "language_errors",
+                "reason": "no LanguageTool server was given (grammar=URL)",
+            }
+        )
+    return chosen, omitted
+
+
+# -- the studies ----------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """A tqdm bar when asked for and installed; ``tick`` is a no-op otherwise."""
+
+    enabled: bool
+    total: int
+    bar: Any = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.enabled:
+            return
+        try:
+            tqdm = require("tqdm", purpose="progress bars").tqdm
+        except ImportError:
+            return
+        self.bar = tqdm(total=self.total, desc="audit", unit="step", leave=False)
+
+    def tick(self, label: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(label)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def score_fitted(plan: Plan) -> dict[str, NDArray[np.float64]]:
+    """Score every essay with each fitted model, once; refuse what is not one score each.
+
+    This is the fitted systems' scoring itself, done before any other
+    computation so that a model that cannot score the essays stops the audit
+    first. The estimator is used as it is: never cloned, never refitted.
+    """
+    from sklearn.exceptions import NotFittedError
+
+    where = _Where(plan.prompt_ids if plan.prompt_col is not None else None)
+    n = len(plan.essays)
+    out = {}
+    for name, est in plan.fitted.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
+                raw = est.predict(list(plan.essays))
+        except NotFittedError:
+            raise AuditInputError(
+                f"model {name!r} ({type(est).__name__}) is not fitted; fit it on essay "
+                f"texts first, or name it in refit to have the audit train it"
+            ) from None
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            raise AuditInputError(
+                f"model {name!r} ({type(est).__name__}) could not score the essays "
+                f"({type(exc).__name__}: {short(str(exc), 200)}); a fitted model must "
+                f"take a list of essay texts and return one score per essay"
+            ) from None
+        arr = np.asarray(raw)
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            arr = arr[:, 0]
+        if arr.shape != (n,):
+            raise AuditInputError(
+                f"model {name!r} ({type(est).__name__}) predicted {arr.size} score(s) "
+                f"of shape {arr.shape} for {n} essays; it must return one score per essay"
+            )
+        try:
+            values = arr.astype(float)
+        except (TypeError, ValueError):
+            raise AuditInputError(
+                f"model {name!r} predicted scores that are not numbers (e.g. "
+                f"{short(arr[0])}); it must return one number per essay"
+            ) from None
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise AuditInputError(
+                f"model {name!r} predicted a non-finite score ({value_text(values[i])}) "
+                f"for {where.row(i)} ({int(bad.sum())} such essay(s)); a score must be "
+                f"a finite number"
+            )
+        out[name] = values
+    return out
+
+
+def fit_representations(
+    reps: Mapping[str, Any], essays: Sequence[str], text_col: str, where: str = ""
+) -> dict[str, tuple[Any, Any]]:
+    """Fit every representation on ``essays``: (fitted transformer, vectors) by name.
+
+    Vocabulary-based ones go first (they are fast), so that a representation
+    that finds no word in any essay stops the audit with a message before the
+    slow encoders run.
+    """
+    from sklearn.base import clone
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    order = sorted(reps, key=lambda r: not isinstance(reps[r], CountVectorizer))
+    fitted: dict[str, tuple[Any, Any]] = {}
+    for rname in order:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
+            rep = clone(reps[rname])
+            try:
+                X = rep.fit_transform(essays)
+            except ValueError as exc:
+                # sklearn's words for "no term in any essay" (before and after
+                # the min_df/max_df pruning)
+                if not any(m in str(exc) for m in ("empty vocabulary", "no terms remain")):
+                    raise
+                raise AuditInputError(
+                    f"representation {rname!r} keeps no word of the essays in column "
+                    f"{text_col!r}{where} (essays of digits or symbols only, words too "
+                    f"rare for its min_df, or a script it does not keep); check that the "
+                    f"column holds the essays, or use another representation (e.g. sbert)"
+                ) from None
+        fitted[rname] = (rep, X.to_numpy() if hasattr(X, "to_numpy") else X)
+    return {r: fitted[r] for r in reps}
+
+
+def _empty_vector_note(rname: str, X: Any, ids: NDArray[Any]) -> tuple[int, str | None]:
+    """How many essays are all-zero vectors under ``rname``, and the note saying so."""
+    if hasattr(X, "getnnz"):
+        empty = np.asarray(X.getnnz(axis=1)) == 0
+    else:
+        empty = ~np.any(np.asarray(X) != 0, axis=1)
+    k = int(empty.sum())
+    if not k:
+        return 0, None
+    shown = ", ".join(short(str(i), 20) for i in ids[empty][:10])
+    return k, (
+        f"{rname}: {k} essay(s) became empty (all-zero) vectors, with no word the "
+        f"representation keeps (ids {shown}{', ...' if k > 10 else ''}); they are at "
+        f"distance 0 from each other whatever they say, so their pairs are not "
+        f"evidence of fair or unfair scoring."
+    )
+
+
+def dense(X: Any) -> NDArray[Any]:
+    """A dense array of ``X`` (sparse or not)."""
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
+def sample_distances(
+    X: Any,
+    i: NDArray[np.integer[Any]],
+    j: NDArray[np.integer[Any]],
+    chunk: int = 50_000,
+) -> NDArray[np.float64]:
+    """Cosine distances of the pairs (i[k], j[k]), a chunk at a time."""
+    out = np.empty(len(i))
+    for start in range(0, len(i), chunk):
+        a = dense(X[i[start : start + chunk]])
+        b = dense(X[j[start : start + chunk]])
+        na = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        sim = np.einsum("ij,ij->i", a, b) / np.where(na > 0, na, 1)
+        out[start : start + chunk] = np.clip(1.0 - sim, 0.0, 2.0)
+    return out
+
+
+def pair_space(rname: str, rep: Any, X: Any, settings: Settings) -> PairSpace:
+    """The pairs of one representation within one study.
+
+    The pair metrics share one set of condensed distances when they fit in
+    memory; above ``MAX_CONDENSED`` essays they walk the vectors in blocks and
+    the distance distribution is drawn from random pairs (the Lipschitz
+    analysis notes it).
+    """
+    from ..metrics import condensed_distances
+
+    n = X.shape[0]
+    if n <= MAX_CONDENSED:
+        D = condensed_distances(X, n_jobs=settings.n_jobs)
+        return PairSpace(rname, rep, X, D, "precomputed", D)
+    rng = np.random.default_rng(settings.random_state)
+    i = rng.integers(0, n, DIST_SAMPLE)
+    j = rng.integers(0, n, DIST_SAMPLE)
+    keep = i != j
+    i, j = i[keep], j[keep]
+    return PairSpace(rname, rep, X, X, "cosine", sample_distances(X, i, j), (i, j))
+
+
+def build_studies(plan: Plan, progress: bool = False) -> tuple[list[Study], dict[str, int]]:
+    """One study per prompt, and how many essays became empty vectors per representation.
+
+    See the module docstring for the order of the work.
+    """
+    fitted_scores = score_fitted(plan)
+    several = plan.prompt_col is not None
+    represented = {}
+    for p in plan.prompts:
+        essays = [plan.essays[i] for i in plan.rows_of(p)]
+        represented[p] = fit_representations(
+            plan.representations,
+            essays,
+            plan.text_col,
+            f" of prompt {p!r}" if several else "",
+        )
+    n_reps = len(plan.representations)
+    bar = Progress(progress, len(plan.prompts) * (2 + n_reps * (len(plan.trained) + 1)))
+    empty: dict[str, int] = dict.fromkeys(plan.representations, 0)
+    studies = []
+    try:
+        for p in plan.prompts:
+            study = _study(plan, p, fitted_scores, represented[p], bar)
+            for rname, space in study.spaces.items():
+                k, note = _empty_vector_note(rname, space.X, study.ids)
+                empty[rname] += k
+                if note is not None:
+                    study.notes.insert(0, note)
+            studies.append(study)
+    finally:
+        bar.close()
+    return studies, empty
+
+
+def _study(
+    plan: Plan,
+    p: str,
+    fitted_scores: Mapping[str, NDArray[np.float64]],
+    represented: Mapping[str, tuple[Any, Any]],
+    bar: Progress,
+) -> Study:
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold, cross_val_predict
+
+    from ..features import InterpretableFeatures
+
+    settings = plan.settings
+    rows = plan.rows_of(p)
+    essays = [plan.essays[i] for i in rows]
+    (lo, hi), source = plan.scales[p]
+    human = plan.human[rows]
+    if plan.short_answer:
+        human = (human - lo) / (hi - lo)
+    study = Study(
+        prompt=p,
+        prompt_text=plan.prompt_texts[p],
+        essays=essays,
+        ids=plan.ids[rows],
+        rows=rows + 1,
+        human=human,
+        score_range=(lo, hi),
+        score_range_source=source,
+        settings=settings,
+        raters=None
+        if plan.raters is None
+        else (plan.raters[0][rows], plan.raters[1][rows]),
+        rater_cols=plan.rater_cols,
+        groups=None if plan.groups is None else plan.groups[rows],
+        paraphrases=None
+        if plan.paraphrases is None
+        else [plan.paraphrases[i] for i in rows],
+        paraphrase_source=None if plan.paraphrases is None else "given",
+        references=None if plan.references is None else [plan.references[i] for i in rows],
+        short_answer=plan.short_answer,
+        representations={r: rep for r, (rep, _) in represented.items()},
+    )
+
+    def scaled(s: NDArray[np.float64]) -> NDArray[np.float64]:
+        return (s - lo) / (hi - lo) if plan.short_answer else s
+
+    for name, values in plan.given.items():
+        col = plan.given_columns[name]
+        study.systems[name] = System(
+            name,
+            "given",
+            {None: scaled(values[rows])},
+            description="given scores" + ("" if col is None else f" (column {col!r})"),
+        )
+    for name, values in fitted_scores.items():
+        est = plan.fitted[name]
+        study.systems[name] = System(
+            name,
+            "fitted",
+            {None: scaled(values[rows])},
+            estimator=est,
+            description=f"fitted model, used as it is: {describe_model(est)}",
+        )
+
+    # -- interpretable features (paper §5.1.1)
+    feat = InterpretableFeatures(
+        prompt=study.prompt_text,
+        features=plan.features,
+        grammar=settings.grammar,
+        sbert_model=settings.sbert_model,
+        n_jobs=settings.n_jobs,
+        progress=False,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
+        study.features = np.asarray(feat.fit_transform(essays, human), dtype=float)
+    study.feature_names = [str(f) for f in feat.get_feature_names_out()]
+    bar.tick(f"{p}: features")
+
+    # -- paraphrases (paper §5.2)
+    if study.paraphrases is None:
+        try:
+            from ..paraphrase import WordNetParaphraser
+
+            study.paraphrases = WordNetParaphraser(
+                random_state=settings.random_state
+            ).fit_transform(essays)
+            study.paraphrase_source = "WordNetParaphraser"
+        except (ImportError, LookupError) as exc:
+            study.notes.append(
+                f"Paraphrase robustness skipped: no offline paraphraser ({exc})."
+            )
+    bar.tick(f"{p}: paraphrases")
+
+    # -- trained baselines: out-of-fold predictions per representation (§4.3)
+    folds = KFold(settings.cv, shuffle=True, random_state=settings.random_state)
+    trained: dict[str, dict[str | None, NDArray[np.float64]]] = {
+        m: {} for m in plan.trained
+    }
+    for rname, (rep, X) in represented.items():
+        for mname, model in plan.trained.items():
+            if mname == REFERENCE_MODEL:
+                continue
+            if isinstance(model, dict):
+                model = model[rname]
+            trained[mname][rname] = cross_val_predict(
+                clone(model), X, human, cv=folds, n_jobs=settings.n_jobs
+            )
+            bar.tick(f"{p}: {rname} + {mname}")
+        study.spaces[rname] = pair_space(rname, rep, X, settings)
+        bar.tick(f"{p}: {rname} pairs")
+    for mname, model in plan.trained.items():
+        if mname == REFERENCE_MODEL:
+            from .analyses._short_answers import make_reference_baseline
+
+            study.systems[mname] = make_reference_baseline(study)
+            continue
+        desc = (
+            "; ".join(f"{r}: {describe_model(m)}" for r, m in model.items())
+            if isinstance(model, dict)
+            else describe_model(model)
+        )
+        study.systems[mname] = System(
+            mname, "trained", trained[mname], estimator=model, description=desc
+        )
+    return study
