@@ -241,3 +241,29 @@ def test_a_group_of_one_essay_gives_nan_and_a_note(demo):
     assert (row["n_pairs"] == 0).all() and row["fraction"].isna().all()
     assert out.notes and all(n.startswith("Group view: ") for n in out.notes)
     assert any("engine" in n and "tfidf + ridge" in n for n in out.notes)
+
+
+def test_short_answer_grades_get_the_continuous_qwk(demo):
+    # grades in [0, 1]: no score points to round to, so the continuous QWK
+    # (RSMTool's for real-valued predictions), predictions clipped to [0, 1]
+    study = _study(demo)
+    grades = study.human / 12
+    ridge = study.systems["ridge"].scores["tfidf"] / 12 * 1.5 - 0.25
+    assert (ridge < 0).any() and (ridge > 1).any()
+    study = Study(
+        **{
+            **study.__dict__,
+            "human": grades,
+            "score_range": (0, 12),
+            "short_answer": True,
+            "systems": {"ridge": System("ridge", "trained", {"tfidf": ridge}, Ridge())},
+        }
+    )
+    t = ANALYSIS.run(study).tables
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        expected = sf.group_agreement_report(
+            grades, np.clip(ridge, 0, 1), groups=study.groups, rounding=None
+        ).reset_index()
+    pd.testing.assert_frame_equal(_block(t["group_agreement"], "tfidf", "ridge"), expected)
+    assert not np.allclose(expected["qwk"], np.round(expected["qwk"], 0))

@@ -67,12 +67,15 @@ def _qwk_options(
     Essays: the study's scale (declared or inferred) as the labels, never
     the observed range, and continuous predictions trimmed as in the
     agreement table (RSMTool computes its fairness analyses on trimmed
-    predictions too). Short answers are grades in [0, 1]: the continuous QWK.
+    predictions too). Short answers are grades in [0, 1]: the continuous QWK,
+    with predictions clipped to [0, 1].
     """
+    given = kind == "given"  # given scores are on the scale: checked up front
     if study.short_answer:
-        return scores, {"rounding": None}
+        # a grade cannot leave [0, 1]: clipped, as in the grading table
+        return (scores if given else np.clip(scores, 0.0, 1.0)), {"rounding": None}
     lo, hi = study.score_range
-    if kind != "given":  # given scores are on the scale: checked up front
+    if not given:
         scores = np.clip(scores, lo - _TRIM, hi + _TRIM)
     return scores, {"labels": np.arange(lo, hi + 1)}
 
