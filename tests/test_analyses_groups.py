@@ -248,7 +248,7 @@ def test_short_answer_grades_get_the_continuous_qwk(demo):
     # (RSMTool's for real-valued predictions), predictions clipped to [0, 1]
     study = _study(demo)
     grades = study.human / 12
-    ridge = study.systems["ridge"].scores["tfidf"] / 12 * 1.5 - 0.25
+    ridge = (study.systems["ridge"].scores["tfidf"] / 12 - 0.5) * 4 + 0.5
     assert (ridge < 0).any() and (ridge > 1).any()
     study = Study(
         **{
