@@ -358,6 +358,26 @@ def test_extremes_without_features_gives_the_pairs_and_a_note(toy):
     assert any("no interpretable features" in n for n in out.notes)
 
 
+def test_k_extreme_beyond_the_pairs_shows_every_pair(toy, rng):
+    # four essays: 6 pairs, fewer than the 10 asked for
+    X = rng.random((4, 3))
+    toy.spaces = {"a": _space("a", X)}
+    toy.essays, toy.ids, toy.human = toy.essays[:4], toy.ids[:4], toy.human[:4]
+    toy.features = toy.features[:4]
+    toy.settings.k_extreme = 10
+    out = EXTREMES.run(toy)
+    ext = out.tables["extreme_pairs"]
+    order = np.argsort(pdist(X, "cosine"), kind="stable")
+    near = ext[ext["which"] == "nearest"]
+    assert [tuple(p) for p in near[["row_a", "row_b"]].to_numpy()] == [
+        tuple(_condensed_index_pairs(4)[r]) for r in order
+    ]
+    assert (ext["which"] == "farthest").sum() == 6
+    assert out.notes == [
+        "Extreme pairs: 4 essays have 6 pairs, fewer than k_extreme=10; each end shows all 6."
+    ]
+
+
 def test_extremes_refuses_features_that_do_not_fit(toy):
     toy.feature_names = ["f0", "f1"]
     with pytest.raises(

@@ -170,10 +170,19 @@ class ExtremesAnalysis:
         rows_ext: list[tuple[Any, ...]] = []
         rows_feat: list[tuple[Any, ...]] = []
         rows_prof: list[tuple[Any, ...]] = []
+        # a small prompt of a many-prompt audit may have fewer pairs than the
+        # k_extreme asked for every prompt: show all of its pairs
+        n_pairs = study.n * (study.n - 1) // 2
+        k = min(settings.k_extreme, n_pairs)
+        if k < settings.k_extreme:
+            out.notes.append(
+                f"Extreme pairs: {study.n} essays have {n_pairs} pairs, fewer than "
+                f"k_extreme={settings.k_extreme}; each end shows all {n_pairs}."
+            )
         for rname, space in study.spaces.items():
             ext = extreme_pairs(
                 space.pairs,
-                k=settings.k_extreme,
+                k=k,
                 metric=space.metric,
                 n_jobs=settings.n_jobs,
             )
