@@ -108,8 +108,8 @@ def test_grading_table_equals_numpy_and_weighted_rmse(q4):
         assert row.rmse == pytest.approx(math.sqrt(np.mean((q4.human - pred) ** 2)))
         assert row.wrmse == pytest.approx(weighted_rmse(q4.human, pred))
     assert [n for n in out.notes if n.startswith("Grading")] == [
-        f"Grading (prompt 4): predicted grades outside [0, 1] were clipped onto the "
-        f"scale before the RMSE and wRMSE (stretch: {outside})."
+        f"Grading: predicted grades outside [0, 1] were clipped onto the scale before "
+        f"the RMSE and wRMSE (stretch: {outside})."
     ]
 
 
@@ -184,11 +184,14 @@ def test_reference_coverage_with_few_or_no_full_credit_answers(stita):
     assert any("at most 2 reference(s)" in n for n in few.notes)
     none = ANALYSIS.run(_question(stita, 3))  # not one
     assert none.tables["reference_coverage"].empty
-    assert list(none.tables["reference_coverage"].columns) == [
-        "representation",
-        *COVERAGE_COLUMNS,
-    ]
-    assert any("prompt 3): 0 answer(s) with full credit" in n for n in none.notes)
+    empty = none.tables["reference_coverage"]
+    assert list(empty.columns) == ["representation", *COVERAGE_COLUMNS]
+    # typed like a full table, so that stacking the questions keeps numbers
+    full = few.tables["reference_coverage"]
+    assert list(empty.dtypes) == list(full.dtypes)
+    stacked = pd.concat([empty, full], ignore_index=True)
+    assert stacked["mean_score"].dtype == np.float64
+    assert any("Reference coverage: 0 answer(s) with full credit" in n for n in none.notes)
 
 
 def test_reference_baseline_equals_a_direct_cross_validation(q4):

@@ -60,6 +60,15 @@ REFERENCE_BASELINE = "reference_similarity"
 # cut to what a question's full-credit answers allow (one must be held out).
 _COVERAGE_SIZES = (1, 2, 4, 8, 16)
 _COVERAGE_BOOTSTRAP = 200
+_GRADING_DTYPES = {
+    "representation": str, "system": str, "n": "int64", "rmse": "float64",
+    "wrmse": "float64",
+}  # fmt: skip
+_COVERAGE_DTYPES = {
+    "representation": str, "n_references": "int64", "mean_score": "float64",
+    "ci_low": "float64", "ci_high": "float64", "share_below_threshold": "float64",
+    "n_questions": "int64", "n_held_out": "int64",
+}  # fmt: skip
 
 
 def _grades(scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
@@ -83,13 +92,14 @@ def _grading_row(
     }
 
 
-def _clip_note(clipped: dict[str, int], where: str) -> list[str]:
+def _clip_note(clipped: dict[str, int]) -> list[str]:
+    # notes are per study: the audit names the prompt when there are several
     if not clipped:
         return []
     places = "; ".join(f"{k}: {v}" for k, v in clipped.items())
     return [
-        f"Grading{where}: predicted grades outside [0, 1] were clipped onto the scale "
-        f"before the RMSE and wRMSE ({places})."
+        f"Grading: predicted grades outside [0, 1] were clipped onto the scale before "
+        f"the RMSE and wRMSE ({places})."
     ]
 
 
@@ -296,17 +306,21 @@ class _ShortAnswers:
                         outside
                     )
                 rows.append(_grading_row(representation, name, study.human, grades))
-        notes = _clip_note(clipped, f" (prompt {study.prompt})")
+        notes = _clip_note(clipped)
         coverage, coverage_notes = self._coverage(study)
         notes += coverage_notes
         columns = ["representation", *COVERAGE_COLUMNS]
         return AnalysisOutput(
             tables={
-                "grading": pd.DataFrame(rows, columns=list(GRADING_COLUMNS)),
+                "grading": pd.DataFrame(rows, columns=list(GRADING_COLUMNS)).astype(
+                    _GRADING_DTYPES
+                ),
+                # typed when empty too, so that the audit's stacking of the
+                # questions keeps numeric columns
                 "reference_coverage": (
                     pd.concat(coverage, ignore_index=True)[columns]
                     if coverage
-                    else pd.DataFrame(columns=columns)
+                    else pd.DataFrame(columns=columns).astype(_COVERAGE_DTYPES)
                 ),
             },
             notes=notes,
@@ -328,15 +342,14 @@ class _ShortAnswers:
         sizes = [m for m in _COVERAGE_SIZES if m < valid]
         if not sizes:
             return [], [
-                f"Reference coverage (prompt {study.prompt}): {valid} answer(s) with full "
-                f"credit; the curve needs at least 2 (references drawn from them, one "
-                f"held out)."
+                f"Reference coverage: {valid} answer(s) with full credit; the curve "
+                f"needs at least 2 (references drawn from them, one held out)."
             ]
         notes = []
         if sizes[-1] < _COVERAGE_SIZES[-1]:
             notes.append(
-                f"Reference coverage (prompt {study.prompt}): {valid} answers with full "
-                f"credit, so at most {sizes[-1]} reference(s) per draw."
+                f"Reference coverage: {valid} answers with full credit, so at most "
+                f"{sizes[-1]} reference(s) per draw."
             )
         frames = [
             reference_coverage_curve(
