@@ -54,11 +54,13 @@ def test_tables_follow_the_contract(small_result):
         "group_agreement",
     } <= set(t)
     assert len(t["agreement"]) == 4
-    assert set(t["lipschitz"]["model"]) == {"ridge", "gradient_boosting", "human"}
+    assert set(t["lipschitz"]["system"]) == {"ridge", "gradient_boosting", "human"}
+    assert set(t["agreement"]["kind"]) == {"trained"}
+    assert all(set(frame["prompt"]) == {"all"} for frame in t.values())
     sd = t["score_distance"]
     assert set(sd["n_bins"]) == {5, 100}
-    assert sd.groupby(["representation", "model", "n_bins"]).size().to_dict() == {
-        k: k[2] for k in sd.groupby(["representation", "model", "n_bins"]).groups
+    assert sd.groupby(["representation", "system", "n_bins"]).size().to_dict() == {
+        k: k[2] for k in sd.groupby(["representation", "system", "n_bins"]).groups
     }
     assert set(t["feature_profile"]["group"]) == {"nearest", "medium", "farthest"}
     assert len(t["features"]) == 60 and "prompt_overlap" in t["features"].columns
@@ -73,13 +75,13 @@ def test_numbers_match_the_metric_functions(demo, small_result):
     y = df["score"].to_numpy(float)
     preds = t["predictions"]
     np.testing.assert_array_equal(preds["score"], y)
-    row = t["agreement"].query("representation == 'tfidf' and model == 'ridge'").iloc[0]
+    row = t["agreement"].query("representation == 'tfidf' and system == 'ridge'").iloc[0]
     p = preds["tfidf+ridge"].to_numpy()
     assert row["qwk"] == sf.qwk(y, p)
     assert row["qwk_truncated"] == sf.qwk(y, p, rounding="truncate")
     assert row["abs_smd_paper"] == abs(sf.standardized_mean_difference(y, p, ddof=0))
     X = sf.TfidfEssayVectorizer().fit_transform(list(df["essay"]))
-    lip = t["lipschitz"].query("representation == 'tfidf'").set_index("model")
+    lip = t["lipschitz"].query("representation == 'tfidf'").set_index("system")
     assert lip.loc["ridge", "lipschitz_minmax"] == sf.lipschitz_fraction(X, p)
     assert lip.loc["human", "lipschitz_max"] == sf.lipschitz_fraction(X, y, normalize="max")
     ext = sf.extreme_pairs(X)
@@ -254,14 +256,14 @@ GROUP_TABLES = (
 
 def _combinations(result):
     preds = result.tables["predictions"]
-    for column in preds.columns[2:]:
+    for column in preds.columns[3:]:  # after prompt, id, score
         rep, model = column.split("+", 1)
         yield rep, model, preds[column].to_numpy(float)
 
 
 def _rows(table, rep, model):
-    part = table[(table["representation"] == rep) & (table["model"] == model)]
-    return part.drop(columns=["representation", "model"]).reset_index(drop=True)
+    part = table[(table["representation"] == rep) & (table["system"] == model)]
+    return part.drop(columns=["prompt", "representation", "system"]).reset_index(drop=True)
 
 
 def test_group_tables_are_the_metric_functions_on_the_predictions(demo, small_result):
@@ -270,11 +272,16 @@ def test_group_tables_are_the_metric_functions_on_the_predictions(demo, small_re
     y, groups = df["score"].to_numpy(float), df["group"].to_numpy()
     combos = list(_combinations(small_result))
     assert len(combos) == 4
+    # the inferred scale, with the predictions trimmed to it as in the agreement table
+    lo, hi = y.min(), y.max()
     for rep, model, p in combos:
+        trimmed = np.clip(p, lo - 0.4998, hi + 0.4998)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sf.exceptions.UndefinedMetricWarning)
-            expected = sf.group_agreement_report(y, p, groups=groups).reset_index()
-            fair = sf.fairness_analyses(y, p, groups=groups)
+            expected = sf.group_agreement_report(
+                y, trimmed, groups=groups, labels=np.arange(lo, hi + 1)
+            ).reset_index()
+            fair = sf.fairness_analyses(y, trimmed, groups=groups)
         pd.testing.assert_frame_equal(_rows(t["group_agreement"], rep, model), expected)
         pd.testing.assert_frame_equal(
             _rows(t["group_fairness"], rep, model), fair.summary.reset_index()
@@ -292,9 +299,9 @@ def test_group_lipschitz_is_the_metric_function_and_splits_the_lipschitz_table(
     df = demo.iloc[:60]
     groups = df["group"].to_numpy()
     glip = t["group_lipschitz"]
-    lip = t["lipschitz"].set_index(["representation", "model"])
+    lip = t["lipschitz"].set_index(["representation", "system"])
     # every series of the "lipschitz" table, human scores included, is split
-    assert set(zip(glip["representation"], glip["model"])) == set(lip.index)
+    assert set(zip(glip["representation"], glip["system"])) == set(lip.index)
     for (rep, model), row in lip.iterrows():
         part = _rows(glip, rep, model).set_index(["scope", "group"])
         overall = part.loc[("overall", "")]
@@ -372,7 +379,7 @@ def test_a_group_of_one_essay_gives_nan_and_a_note(demo):
     glip = (
         res.tables["group_lipschitz"]
         .query("scope == 'group'")
-        .set_index(["model", "group"])
+        .set_index(["system", "group"])
     )
     assert np.isnan(glip.loc[("ridge", "Z"), "fraction"])
     assert glip.loc[("human", "Z"), "n_pairs"] == 0
@@ -656,7 +663,7 @@ def test_fairaes_audit_asap7(tmp_path, capsys, minilm):
     data = json.loads((out / "results.json").read_text())
     human = data["tables"]["human_agreement"][0]
     assert human["qwk"] == pytest.approx(0.72148, abs=5e-5)  # REFERENCE_NUMBERS.md
-    lip = {(r["representation"], r["model"]): r for r in data["tables"]["lipschitz"]}
+    lip = {(r["representation"], r["system"]): r for r in data["tables"]["lipschitz"]}
     # the paper's human-score Lipschitz fraction under TF-IDF: 99.92% (min-max)
     assert lip[("tfidf", "human")]["lipschitz_minmax"] == pytest.approx(0.9992, abs=5e-4)
 
@@ -686,7 +693,7 @@ def test_perturbation_tables_equal_a_direct_call(demo, edited_result):
     from sklearn.pipeline import Pipeline
 
     from sklearn_fairaes.perturb import perturbation_audit
-    from sklearn_fairaes.report._audit import _make_model
+    from sklearn_fairaes.report._build import make_model
 
     df = demo.iloc[:60]
     essays = list(df["essay"])
@@ -698,7 +705,7 @@ def test_perturbation_tables_equal_a_direct_call(demo, edited_result):
         m: Pipeline(
             [
                 ("representation", sf.TfidfEssayVectorizer()),
-                ("model", clone(_make_model(m, random_state=0, n_jobs=None))),
+                ("model", clone(make_model(m, random_state=0, n_jobs=None))),
             ]
         ).fit([essays[i] for i in train], y[train])
         for m in ("ridge", "gradient_boosting")
@@ -712,10 +719,12 @@ def test_perturbation_tables_equal_a_direct_call(demo, edited_result):
         random_state=0,
     )
     got = edited_result.tables["perturbation"]
-    assert list(got.columns[:2]) == ["representation", "model"]
+    assert list(got.columns[:3]) == ["prompt", "representation", "system"]
     assert set(got["representation"]) == {"tfidf"}
     pd.testing.assert_frame_equal(
-        got.drop(columns="representation").reset_index(drop=True),
+        got.drop(columns=["prompt", "representation"])
+        .rename(columns={"system": "model"})
+        .reset_index(drop=True),
         expected.reset_index(drop=True),
         check_dtype=False,
     )

@@ -31,6 +31,7 @@ from .._validation import (
     MAX_SCORE_POINTS,
     check_essays,
     check_groups,
+    check_score_column,
     check_score_range,
 )
 from ..resources import require
@@ -234,19 +235,28 @@ def _row_hint(message: str) -> str:
 
 
 class _Where:
-    """How a message names a data row: ``data row 5`` or ``data row 5 (prompt '3')``."""
+    """How a message names a data row: ``data row 5`` or ``data row 5 (prompt '3')``.
 
-    def __init__(self, prompt_ids: NDArray[Any] | None) -> None:
+    ``prompt_ids`` is each row's prompt; ``several`` whether the data has a
+    prompt column (without one, messages name no prompt).
+    """
+
+    def __init__(self, prompt_ids: NDArray[Any], several: bool) -> None:
         self.prompt_ids = prompt_ids
+        self.several = several
 
     def row(self, i: int) -> str:
-        if self.prompt_ids is None:
+        if not self.several:
             return f"data row {i + 1}"
         return f"data row {i + 1} (prompt {self.prompt_ids[i]!r})"
 
     def of(self, prompt: str) -> str:
         """`` of prompt '3'`` with several prompts, else nothing."""
-        return "" if self.prompt_ids is None else f" of prompt {prompt!r}"
+        return f" of prompt {prompt!r}" if self.several else ""
+
+    def prompt(self, prompt: str) -> str | None:
+        """The prompt to name in a message, or None without a prompt column."""
+        return prompt if self.several else None
 
 
 # -- columns --------------------------------------------------------------------
@@ -261,27 +271,35 @@ def column(frame: DataFrame, name: str, what: str) -> Series:
 
 
 def _numeric(
-    raw: Series, what: str, where: _Where, *, fix: str = "Fix or drop them."
+    raw: Series,
+    name: str,
+    kind: str,
+    where: _Where,
+    scales: Mapping[str, tuple[tuple[float, float], str]] | None = None,
 ) -> NDArray[np.float64]:
-    """Finite floats; refuse text, blank and non-finite cells by data row."""
-    pd = require("pandas", purpose="the audit")
-    numeric = pd.to_numeric(raw, errors="coerce")
-    bad = numeric.isna().to_numpy()
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise AuditInputError(
-            f"{what} must hold numbers; {where.row(i)} holds {short(raw.iloc[i])} "
-            f"({int(bad.sum())} such row(s)). {fix}"
-        )
-    values = numeric.to_numpy(dtype=float)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise AuditInputError(
-            f"{what} holds a non-finite score in {where.row(i)} ({short(raw.iloc[i])}; "
-            f"{int(bad.sum())} such row(s)); give the score point, or drop the row"
-        )
-    return values
+    """A column of scores as floats, checked prompt by prompt (and on its scale).
+
+    :func:`~sklearn_fairaes._validation.check_score_column` refuses blank,
+    text and non-finite cells, and with ``scales`` a score off its prompt's
+    scale, naming the column, the data row and the prompt.
+    """
+    out = np.empty(len(raw))
+    for p in _prompt_order(where.prompt_ids):
+        rows = np.flatnonzero(where.prompt_ids == p)
+        scale, source = (None, "declared") if scales is None else scales[p]
+        try:
+            out[rows] = check_score_column(
+                raw.iloc[rows],
+                name=name,
+                kind=kind,
+                rows=rows + 1,
+                prompt=where.prompt(p),
+                score_range=scale,
+                range_source=source,  # type: ignore[arg-type]
+            )
+        except ValueError as exc:
+            raise AuditInputError(str(exc)) from None
+    return out
 
 
 def _check_integer_scale(values: NDArray[np.float64], what: str, where: _Where) -> None:
@@ -471,12 +489,19 @@ def plan_audit(
     _check_text_not_numeric(text, text_col)
     essays = _texts(text, f"column {text_col!r}", allow_empty=False)
     prompt_ids, order, texts = _prompts(data, prompt_col, prompts, prompt)
-    where = _Where(prompt_ids if prompt_col is not None else None)
+    where = _Where(prompt_ids, prompt_col is not None)
     short_answer = reference_col is not None
-    human = _numeric(column(data, score_col, "score"), f"score column {score_col!r}", where)
+    declared = _declared(score_range, order, short_answer)
+    human = _numeric(
+        column(data, score_col, "score"),
+        score_col,
+        "score",
+        where,
+        {p: (declared.get(p), "declared") for p in order},  # type: ignore[misc]
+    )
     if not short_answer:
         _check_integer_scale(human, f"score column {score_col!r}", where)
-    scales = _scales(human, prompt_ids, order, score_range, score_col, where, short_answer)
+    scales = _scales(human, order, declared, score_col, where, short_answer)
     raters, rater_names = _raters(data, rater_cols, where, short_answer)
     groups = None
     if group_col is not None:
@@ -515,7 +540,7 @@ def plan_audit(
         "representations",
         sbert_model=settings.sbert_model,
     )
-    given, given_columns = _given(data, systems, len(essays), scales, prompt_ids, where)
+    given, given_columns = _given(data, systems, len(essays), scales, where)
     trained, fitted = _models(models, refit, bool(given), settings, short_answer)
     check_per_representation(trained, reps)
     _check_names(given, trained, fitted)
@@ -662,24 +687,12 @@ def _check_scale(score_range: Any, name: str, short_answer: bool) -> tuple[float
     return lo, hi
 
 
-def _scales(
-    y: NDArray[np.float64],
-    prompt_ids: NDArray[Any],
-    order: list[str],
-    score_range: Any,
-    score_col: str,
-    where: _Where,
-    short_answer: bool,
-) -> dict[str, tuple[tuple[float, float], Literal["declared", "inferred"]]]:
-    """Each prompt's human score scale, declared or inferred, checked against its scores.
-
-    Every score must lie on the scale: one mistyped value (1e12, -1e308)
-    would otherwise dominate the min-max normalisation of the Lipschitz
-    fraction, overflow the models or make the agreement arrays too large for
-    memory.
-    """
-    declared: dict[str, tuple[float, float]] = {}
+def _declared(
+    score_range: Any, order: list[str], short_answer: bool
+) -> dict[str, tuple[float, float]]:
+    """The declared scale of each prompt that has one."""
     if isinstance(score_range, Mapping):
+        declared = {}
         for key, value in score_range.items():
             p = prompt_id(key)
             if p not in order:
@@ -688,30 +701,39 @@ def _scales(
                     f"prompts ({', '.join(map(repr, order[:10]))}); check the prompt ids"
                 )
             declared[p] = _check_scale(value, f"score_range[{p!r}]", short_answer)
-    elif score_range is not None:
-        scale = _check_scale(score_range, "score_range", short_answer)
-        declared = dict.fromkeys(order, scale)
+        return declared
+    if score_range is None:
+        return {}
+    return dict.fromkeys(order, _check_scale(score_range, "score_range", short_answer))
+
+
+def _scales(
+    y: NDArray[np.float64],
+    order: list[str],
+    declared: Mapping[str, tuple[float, float]],
+    score_col: str,
+    where: _Where,
+    short_answer: bool,
+) -> dict[str, tuple[tuple[float, float], Literal["declared", "inferred"]]]:
+    """Each prompt's human score scale: declared (its scores checked on it) or inferred.
+
+    Every score must lie on the scale: one mistyped value (1e12, -1e308)
+    would otherwise dominate the min-max normalisation of the Lipschitz
+    fraction, overflow the models or make the agreement arrays too large for
+    memory; an inferred scale is held to ``MAX_SCORE_POINTS`` points.
+    """
     out: dict[str, tuple[tuple[float, float], Literal["declared", "inferred"]]] = {}
     what = f"score column {score_col!r}"
     for p in order:
-        rows = np.flatnonzero(prompt_ids == p)
+        rows = np.flatnonzero(where.prompt_ids == p)
         yp = y[rows]
         if p in declared:
-            lo, hi = declared[p]
-            outside = (yp < lo) | (yp > hi)
-            if outside.any():
-                i = int(rows[np.flatnonzero(outside)[0]])
-                raise AuditInputError(
-                    f"{what} holds {value_text(y[i])} in {where.row(i)}, outside the "
-                    f"declared score scale {lo:g} to {hi:g} ({int(outside.sum())} such "
-                    f"row(s)); fix those rows, or declare the scale the scores use"
-                )
-            out[p] = ((lo, hi), "declared")
+            out[p] = (declared[p], "declared")
         else:
             if not short_answer:
                 _check_span(yp, what + where.of(p), where, offset=rows)
             out[p] = ((float(yp.min()), float(yp.max())), "inferred")
-        if np.all(yp == yp[0]) or out[p][0][0] == out[p][0][1]:
+        if np.all(yp == yp[0]):
             raise AuditInputError(
                 f"{what} holds the same score ({value_text(yp[0])}) in every row"
                 f"{where.of(p)}; agreement, the Lipschitz fraction and the feature "
@@ -743,7 +765,7 @@ def _raters(
         )
     values = []
     for col in cols:
-        v = _numeric(column(data, col, "rater"), f"rater column {col!r}", where)
+        v = _numeric(column(data, col, "rater"), col, "rater", where)
         if not short_answer:
             _check_integer_scale(v, f"rater column {col!r}", where)
         # raters keep a scale of their own (a resolved score is often their
@@ -848,7 +870,6 @@ def _given(
     systems: Any,
     n: int,
     scales: Mapping[str, tuple[tuple[float, float], str]],
-    prompt_ids: NDArray[Any],
     where: _Where,
 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, str | None]]:
     """The given systems' scores, numeric, finite and on every prompt's scale."""
@@ -875,11 +896,6 @@ def _given(
             raise AuditInputError(f"system names must be non-empty text, got {short(name)}")
         if isinstance(source, str):
             raw = column(data, source, f"system {name!r}")
-            what = (
-                f"system column {source!r}"
-                if source == name
-                else f"system {name!r} (column {source!r})"
-            )
             columns[name] = source
         else:
             arr = np.asarray(source, dtype=object).ravel()
@@ -889,32 +905,11 @@ def _given(
                     f"score per row of data, in the same order"
                 )
             raw = pd.Series(arr)
-            what = f"system {name!r}"
             columns[name] = None
+        # an array's messages name the system, a column's name the column
         values = _numeric(
-            raw, what, where, fix="Give every essay this system's score, or drop the rows."
+            raw, source if isinstance(source, str) else name, "system", where, scales
         )
-        for p, ((lo, hi), source_kind) in scales.items():
-            rows = np.flatnonzero(prompt_ids == p)
-            outside = (values[rows] < lo) | (values[rows] > hi)
-            if outside.any():
-                i = int(rows[np.flatnonzero(outside)[0]])
-                how = (
-                    "declared score scale"
-                    if source_kind == "declared"
-                    else "score scale inferred from the human scores"
-                )
-                fix = (
-                    "fix those rows, or declare the scale the scores use"
-                    if source_kind == "declared"
-                    else "declare the rubric's scale with score_range=(low, high) "
-                    "(--score-range low,high)"
-                )
-                raise AuditInputError(
-                    f"{what} holds {value_text(values[i])} in {where.row(i)}, outside "
-                    f"the {how} {lo:g} to {hi:g} ({int(outside.sum())} such row(s)); "
-                    f"{fix}"
-                )
         scores[name] = values
     return scores, columns
 
@@ -1139,7 +1134,7 @@ def score_fitted(plan: Plan) -> dict[str, NDArray[np.float64]]:
     """
     from sklearn.exceptions import NotFittedError
 
-    where = _Where(plan.prompt_ids if plan.prompt_col is not None else None)
+    where = _Where(plan.prompt_ids, plan.prompt_col is not None)
     n = len(plan.essays)
     out = {}
     for name, est in plan.fitted.items():
