@@ -6,6 +6,12 @@ Exit codes: 0 ok, 2 bad input (with the file, row and column), 1 internal error,
 The output folder is claimed before any computation (checked and locked, see
 ``sklearn_fairaes.report._output``): every output-path problem is reported
 before the audit runs, and a second run on the same ``--out`` is refused at once.
+
+Each option of ``fairaes audit`` maps onto one parameter of
+:func:`~sklearn_fairaes.report.audit`; the ``parse_*`` functions below turn an
+option's text (and the files it names) into that parameter's value, and refuse
+bad input with :class:`BadInput` (exit 2) naming the option, file, row and
+column, before the audit starts.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
@@ -27,6 +33,8 @@ if TYPE_CHECKING:
     from .report import AuditResult
     from .report._output import ReportFolder
 
+# the public interface is the command itself; the helpers below (read_table,
+# parse_*, load_model_file) are importable for tests and scripts
 __all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -237,19 +245,395 @@ def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
-def _score_range(value: str | None) -> tuple[float, float] | None:
-    """``--score-range low,high`` as two numbers (audit() checks the scale itself)."""
-    if value is None:
-        return None
+_TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".xlsx", ".xlsm")
+
+
+def _shown(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[: limit - 3] + "...")
+
+
+def _prompt_key(value: object) -> str:
+    """A prompt id as the audit keys it (``3``, ``3.0`` and ``"3"`` are all ``"3"``)."""
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+def _pair(value: str, option: str) -> tuple[float, float]:
+    """``low,high`` as two numbers (the audit checks the scale itself)."""
     parts = [v.strip() for v in value.split(",")]
     try:
         low, high = (float(v) for v in parts)
     except ValueError:
-        shown = value if len(value) <= 40 else value[:37] + "..."
         raise BadInput(
-            f"--score-range must be two numbers low,high (e.g. 0,12), got {shown!r}"
+            f"{option} must be two numbers low,high (e.g. 0,12) or a .csv/.tsv file "
+            f"with the columns prompt,low,high; got {_shown(value)}"
         ) from None
     return low, high
+
+
+def parse_systems(value: str | None) -> dict[str, str] | None:
+    """Read ``--system-cols``: the scoring systems whose scores are columns of the data.
+
+    Parameters
+    ----------
+    value : str or None
+        Comma-separated entries, each a column name (the system is named after
+        its column) or ``name=column``.
+
+    Returns
+    -------
+    systems : dict of str to str, or None
+        System name -> column name, in the order given; None when ``value`` is
+        None (no systems).
+
+    Raises
+    ------
+    BadInput
+        When no column is named, an entry has an empty name or column
+        (``=col``, ``name=``), or a system is named twice.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.cli import parse_systems
+    >>> parse_systems("engine_v3, gpt=gpt4o_score")
+    {'engine_v3': 'engine_v3', 'gpt': 'gpt4o_score'}
+    """
+    if value is None:
+        return None
+    systems: dict[str, str] = {}
+    entries = [e.strip() for e in value.split(",") if e.strip()]
+    if not entries:
+        raise BadInput(
+            f"--system-cols names no columns (got {_shown(value)}); give the score "
+            f"columns of your systems, e.g. --system-cols engine_v3,gpt4o"
+        )
+    for entry in entries:
+        name, sep, col = entry.partition("=")
+        name, col = name.strip(), (col.strip() if sep else name.strip())
+        if not name or not col:
+            raise BadInput(
+                f"--system-cols entries are column names or name=column, separated by "
+                f"commas (e.g. engine_v3,gpt=gpt4o_score); got {_shown(value)}, whose "
+                f"entry {_shown(entry)} has an empty {'column' if name else 'name'}"
+            )
+        if name in systems:
+            raise BadInput(
+                f"--system-cols names the system {name!r} twice; give each system its "
+                f"own name (name=column)"
+            )
+        systems[name] = col
+    return systems
+
+
+def _read_scale_table(path: Path, encoding: str | None) -> dict[str, tuple[float, float]]:
+    """A table of per-prompt scales: columns prompt, low, high."""
+    frame = read_table(path, encoding=encoding)
+    columns = [str(c).strip().lower() for c in frame.columns]
+    missing = [c for c in ("prompt", "low", "high") if c not in columns]
+    if missing:
+        raise BadInput(
+            f"{path}: a per-prompt --score-range table needs the columns prompt, low "
+            f"and high (one row per prompt); it has {', '.join(map(repr, frame.columns))}"
+            f", without {', '.join(map(repr, missing))}"
+        )
+    frame.columns = columns
+    scales: dict[str, tuple[float, float]] = {}
+    first_row: dict[str, int] = {}
+    for k, (prompt, low, high) in enumerate(
+        frame[["prompt", "low", "high"]].itertuples(index=False), start=1
+    ):
+        key = _prompt_key(prompt)
+        if not key:
+            raise BadInput(f"{path}: data row {k} has no prompt id in column 'prompt'")
+        ends = []
+        for col, cell in (("low", low), ("high", high)):
+            try:
+                ends.append(float(str(cell).strip()))
+            except ValueError:
+                raise BadInput(
+                    f"{path}: data row {k} (prompt {key!r}) holds {_shown(str(cell))} in "
+                    f"column {col!r}; give the score point as a number"
+                ) from None
+        if key in scales:
+            raise BadInput(
+                f"{path}: prompt {key!r} is in data rows {first_row[key]} and {k}; give "
+                f"each prompt one row"
+            )
+        scales[key], first_row[key] = (ends[0], ends[1]), k
+    return scales
+
+
+def parse_score_range(
+    value: str | None, *, encoding: str | None = None
+) -> tuple[float, float] | dict[str, tuple[float, float]] | None:
+    """Read ``--score-range``: one scale ``low,high``, or a file of per-prompt scales.
+
+    Parameters
+    ----------
+    value : str or None
+        ``low,high`` (e.g. ``0,6``), or the path of a ``.csv``/``.tsv``/``.xlsx``
+        table with the columns ``prompt``, ``low`` and ``high`` (one row per
+        prompt; prompts it leaves out have their scale inferred from their
+        human scores).
+    encoding : str, default=None
+        Text encoding of a tsv/csv table; None means UTF-8.
+
+    Returns
+    -------
+    score_range : tuple of two float, dict of str to tuple, or None
+        The audit's ``score_range``: one scale, or prompt id -> scale.
+
+    Raises
+    ------
+    BadInput
+        On text that is neither two numbers nor an existing file, a table
+        without the three columns, a cell that is not a number, or a prompt in
+        two rows (the message names the file and the data row).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.cli import parse_score_range
+    >>> parse_score_range("0,6")
+    (0.0, 6.0)
+    """
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_file():
+        return _read_scale_table(path, encoding)
+    if path.suffix.lower() in _TABLE_SUFFIXES or os.sep in value:
+        raise BadInput(f"--score-range {value}: no such file")
+    return _pair(value, "--score-range")
+
+
+def parse_prompts(
+    path: str | os.PathLike[str], *, encoding: str | None = None
+) -> dict[str, str]:
+    """Read ``--prompts``: the task statement of each prompt.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A folder with one ``<prompt id>.txt`` file per prompt (UTF-8), or a
+        ``.csv``/``.tsv``/``.xlsx`` table with the columns ``prompt`` and
+        ``text``.
+    encoding : str, default=None
+        Text encoding of a tsv/csv table; None means UTF-8.
+
+    Returns
+    -------
+    prompts : dict of str to str
+        Prompt id -> task statement.
+
+    Raises
+    ------
+    BadInput
+        On a missing path, a folder without ``.txt`` files, an empty or
+        unreadable prompt file, a table without the two columns, an empty text
+        or a prompt id given twice (naming the file and data row).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from sklearn_fairaes.cli import parse_prompts
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "7.txt").write_text("Write a story about patience.")
+    >>> parse_prompts(folder)
+    {'7': 'Write a story about patience.'}
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(
+            f for f in path.iterdir() if f.suffix.lower() == ".txt" and f.is_file()
+        )
+        if not files:
+            raise BadInput(
+                f"{path}: the --prompts folder holds no .txt files; give one "
+                f"<prompt id>.txt per prompt (e.g. 1.txt, 2.txt), or a table with the "
+                f"columns prompt,text"
+            )
+        prompts: dict[str, str] = {}
+        for f in files:
+            try:
+                text = f.read_text(encoding="utf-8-sig").strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadInput(f"{f}: cannot read the prompt ({exc})") from None
+            if not text:
+                raise BadInput(f"{f}: the prompt file is empty")
+            key = _prompt_key(f.stem)
+            if key in prompts:
+                raise BadInput(f"{f}: prompt {key!r} has two files in {path}; keep one")
+            prompts[key] = text
+        return prompts
+    if not path.exists():
+        raise BadInput(f"--prompts {path}: no such file or folder")
+    frame = read_table(path, encoding=encoding)
+    columns = [str(c).strip().lower() for c in frame.columns]
+    missing = [c for c in ("prompt", "text") if c not in columns]
+    if missing:
+        raise BadInput(
+            f"{path}: a --prompts table needs the columns prompt and text (one row per "
+            f"prompt); it has {', '.join(map(repr, frame.columns))}"
+        )
+    frame.columns = columns
+    prompts = {}
+    first_row: dict[str, int] = {}
+    for k, (prompt, text) in enumerate(
+        frame[["prompt", "text"]].itertuples(index=False), start=1
+    ):
+        key = _prompt_key(prompt)
+        if not key:
+            raise BadInput(f"{path}: data row {k} has no prompt id in column 'prompt'")
+        if not str(text).strip():
+            raise BadInput(
+                f"{path}: data row {k} (prompt {key!r}) has no text in column 'text'; "
+                f"give the task statement"
+            )
+        if key in prompts:
+            raise BadInput(
+                f"{path}: prompt {key!r} is in data rows {first_row[key]} and {k}; give "
+                f"each prompt one row"
+            )
+        prompts[key], first_row[key] = str(text).strip(), k
+    return prompts
+
+
+def load_model_file(entry: str) -> tuple[str, Any]:
+    """Load one ``--model-file NAME=PATH``: a fitted estimator saved with joblib or pickle.
+
+    Loading a pickle runs code from the file (that is how pickles rebuild
+    objects): load only files you trust, as with ``joblib.load`` itself.
+
+    Parameters
+    ----------
+    entry : str
+        ``NAME=PATH``: the system's name in the report, and the file.
+
+    Returns
+    -------
+    name : str
+        The system's name.
+    estimator : object
+        The loaded estimator: fitted, with a ``predict`` that takes a list of
+        essay texts (the audit checks its predictions on the essays).
+
+    Raises
+    ------
+    BadInput
+        If the entry is not ``NAME=PATH``, the file is missing or cannot be
+        loaded, or the object is not a fitted estimator with ``predict``; the
+        message names the file.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile, joblib
+    >>> from sklearn.dummy import DummyRegressor
+    >>> from sklearn_fairaes.cli import load_model_file
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "engine.joblib"
+    >>> _ = joblib.dump(DummyRegressor().fit([[0], [1]], [2, 4]), path)
+    >>> load_model_file(f"engine={path}")
+    ('engine', DummyRegressor())
+    """
+    from ._validation import check_predictor
+
+    name, sep, raw = entry.partition("=")
+    name, raw = name.strip(), raw.strip()
+    if not sep or not name or not raw:
+        raise BadInput(
+            f"--model-file takes NAME=PATH (the system's name, then the file saved with "
+            f"joblib.dump), got {_shown(entry)}"
+        )
+    path = Path(raw)
+    if not path.is_file():
+        raise BadInput(f"--model-file {name}={path}: no such file")
+    import joblib
+
+    try:
+        estimator = joblib.load(path)
+    except Exception as exc:  # anything unpickling can raise: refuse the file
+        raise BadInput(
+            f"{path}: cannot load the model of --model-file {name} "
+            f"({type(exc).__name__}: {str(exc)[:200]}); save a fitted estimator with "
+            f"joblib.dump(model, path), in an environment with the same packages"
+        ) from None
+    try:
+        check_predictor(estimator, name=f"the model in {path}")
+    except Exception as exc:  # TypeError (no predict) or NotFittedError
+        raise BadInput(
+            f"{path}: --model-file {name} is not a fitted estimator with predict: {exc}"
+        ) from None
+    return name, estimator
+
+
+def _model_options(
+    args: argparse.Namespace, systems: dict[str, str] | None
+) -> dict[str, Any]:
+    """``models`` and ``refit`` of audit() from --models and --model-file."""
+    names = None if args.models is None else (_split(args.models) or [])
+    fitted: dict[str, Any] = {}
+    for entry in getattr(args, "model_file", None) or []:
+        name, estimator = load_model_file(entry)
+        if name in fitted:
+            raise BadInput(
+                f"--model-file names the system {name!r} twice; give each model its "
+                f"own name"
+            )
+        clash = [n for n in (names or []) if n == name] or [
+            n for n in (systems or {}) if n == name
+        ]
+        if clash:
+            which = "--models" if name in (names or []) else "--system-cols"
+            raise BadInput(
+                f"--model-file {name}=... has the name of a system in {which}; give it "
+                f"another name (NAME=PATH)"
+            )
+        fitted[name] = estimator
+    if not fitted:
+        # None lets audit() choose: baselines only when no systems are given
+        return {"models": names}
+    if not names:
+        return {"models": fitted, "refit": False}
+    # the named baselines are trained, the loaded models used as they are
+    return {"models": {**{n: n for n in names}, **fitted}, "refit": names}
+
+
+def _check_prompt_ids(
+    frame: pd.DataFrame,
+    prompt_col: str | None,
+    given: dict[str, Any] | None,
+    option: str,
+    source: str,
+) -> None:
+    """Refuse per-prompt options without --prompt-col, or naming unknown prompts."""
+    if given is None:
+        return
+    if prompt_col is None:
+        raise BadInput(
+            f"{option} {source} gives a value per prompt, which needs --prompt-col (the "
+            f"column of each essay's prompt id)"
+        )
+    if prompt_col not in frame.columns:
+        return  # audit() names the missing column with the columns there are
+    ids = {_prompt_key(v) for v in frame[prompt_col] if str(v).strip()}
+    unknown = [k for k in given if k not in ids]
+    if unknown:
+        shown = ", ".join(map(repr, sorted(ids)[:10]))
+        raise BadInput(
+            f"{source}: prompt {unknown[0]!r} is not a prompt id of column "
+            f"{prompt_col!r} (its ids: {shown}); check the ids"
+        )
+    if option == "--prompts":
+        missing = sorted(k for k in ids if k not in given)
+        if missing:
+            raise BadInput(
+                f"{source}: no prompt text for prompt {missing[0]!r} of column "
+                f"{prompt_col!r} ({len(missing)} prompt(s) without one); give a text "
+                f"for every prompt id"
+            )
 
 
 def _run_audit(
@@ -259,6 +643,7 @@ def _run_audit(
     source: str,
     prompt: str | None,
     paraphrases: str | None,
+    options: dict[str, Any],
 ) -> AuditResult:
     from .report import audit
 
@@ -267,14 +652,12 @@ def _run_audit(
         text_col=args.text_col,
         score_col=args.score_col,
         rater_cols=_split(args.rater_cols),
-        # the demo's scale is known: only ``audit`` has the option
-        score_range=_score_range(getattr(args, "score_range", None)),
         prompt=prompt,
         group_col=args.group_col,
         id_col=args.id_col,
         # an empty option gives no names, which audit() refuses with a message
         representations=_split(args.representations) or [],
-        models=_split(args.models) or [],
+        **options,
         cv=args.cv,
         paraphrases=paraphrases,
         random_state=args.random_state,
@@ -338,12 +721,57 @@ class _Interrupted(KeyboardInterrupt):
     """Ctrl-C after the report was written: say so instead of "nothing written"."""
 
 
+def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, Any]:
+    """The audit() parameters of the systems, scales, prompts and references options."""
+    if args.reference_sep is not None and args.reference_col is None:
+        raise BadInput(
+            "--reference-sep splits the cells of --reference-col, which is not given"
+        )
+    if args.prompts is not None and args.prompt_file is not None:
+        raise BadInput(
+            "give either --prompt-file (one prompt for every essay) or --prompts (a "
+            "text per prompt id), not both"
+        )
+    systems = parse_systems(args.system_cols)
+    score_range = parse_score_range(args.score_range, encoding=args.encoding)
+    if isinstance(score_range, dict):
+        _check_prompt_ids(
+            frame, args.prompt_col, score_range, "--score-range", args.score_range
+        )
+    prompts = None
+    if args.prompts is not None:
+        prompts = parse_prompts(args.prompts, encoding=args.encoding)
+        _check_prompt_ids(frame, args.prompt_col, prompts, "--prompts", args.prompts)
+    # last: loading a model file runs its code, so every cheaper check comes first
+    models = _model_options(args, systems)
+    return {
+        "systems": systems,
+        "score_range": score_range,
+        "prompt_col": args.prompt_col,
+        "prompts": prompts,
+        "reference_col": args.reference_col,
+        "reference_sep": args.reference_sep,
+        **models,
+    }
+
+
+def _inputs(args: argparse.Namespace) -> list[str | None]:
+    """Every file the audit reads: ``--out`` may not be, or hold, one of them."""
+    files = [args.data, args.prompt_file, args.prompts]
+    if args.score_range is not None and Path(args.score_range).is_file():
+        files.append(args.score_range)
+    for entry in args.model_file or []:
+        files.append(entry.partition("=")[2].strip() or None)
+    return files
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
-    claim = _claim_output(args, [args.data, args.prompt_file])
+    claim = _claim_output(args, _inputs(args))
     try:
         frame = read_table(args.data, encoding=args.encoding)
+        options = _audit_options(args, frame)
         prompt = None
         if args.prompt_file:
             try:
@@ -363,6 +791,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 source=os.path.basename(str(args.data)),
                 prompt=prompt,
                 paraphrases=args.paraphrase_col,
+                options=options,
             )
         except AuditInputError as exc:
             raise BadInput(f"{args.data}: {exc}") from None
@@ -398,6 +827,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 source="the demo corpus",
                 prompt=load_demo_prompt(),
                 paraphrases="paraphrase",
+                # the demo has no systems of its own: None trains the baselines
+                options={
+                    "models": None if args.models is None else _split(args.models) or []
+                },
             )
         except AuditInputError as exc:  # a bad option (e.g. --models foo) is bad input
             raise BadInput(f"demo: {exc}") from None
@@ -430,9 +863,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--models",
-        default="ridge,random_forest,gradient_boosting",
-        help="comma-separated: ridge, random_forest, gradient_boosting "
-        "(default: %(default)s)",
+        default=None,
+        metavar="NAMES",
+        help="baseline models the audit trains itself, comma-separated: ridge, "
+        "random_forest, gradient_boosting (short answers also reference_similarity); "
+        "default: all three when no --system-cols or --model-file is given, else none "
+        "(name them to add baselines side by side)",
     )
     p.add_argument("--cv", type=int, default=5, help="cross-validation folds (default: 5)")
     p.add_argument("--random-state", type=int, default=0)
@@ -494,7 +930,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Individual-fairness audit for automated essay scoring.",
         epilog=(
             "Examples:\n  fairaes setup\n  fairaes demo --out demo-report\n"
-            "  fairaes audit essays.tsv --text-col essay --score-col score --out report\n"
+            "  fairaes audit essays.tsv --text-col essay --score-col score \\\n"
+            "      --system-cols engine --score-range 0,6 --out report\n"
             "  fairaes --version"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -520,14 +957,33 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="run the individual-fairness audit on a file of essays with human scores",
         description=(
-            "Run the paper's methodology (representations x models, agreement, "
-            "Lipschitz fraction, score-difference curves, extreme pairs, feature "
-            "profiles, paraphrase robustness) and write DIR/report.html, "
-            "DIR/results.json and DIR/tables/*.csv."
+            "Audit scoring systems against the human scores with the paper's\n"
+            "methodology (agreement, Lipschitz fraction, score-difference curves,\n"
+            "extreme pairs, feature profiles, paraphrase robustness, group view,\n"
+            "counterfactual edits) and write DIR/report.html, DIR/results.json and\n"
+            "DIR/tables/*.csv. The systems are your own: scores in columns of the\n"
+            "data (--system-cols) or fitted models (--model-file); without either,\n"
+            "the audit trains baseline models on BOW/TF-IDF/Sentence-BERT vectors\n"
+            "(--models). Every input is checked before any work: bad input exits 2\n"
+            "naming the file, row, column or prompt, and writes nothing."
         ),
         epilog=(
             "Examples:\n"
-            "  fairaes audit essays.tsv --text-col essay --score-col score --out report\n"
+            "  # the scores of your own engine, on a declared 0-6 scale\n"
+            "  fairaes audit essays.tsv --text-col essay --score-col score \\\n"
+            "      --system-cols engine --score-range 0,6 --out report\n"
+            "  # a fitted model (joblib file; loading it runs its code: trust it)\n"
+            "  fairaes audit essays.tsv --text-col essay --score-col score \\\n"
+            "      --model-file mine=model.joblib --score-range 0,6 --out report\n"
+            "  # many prompts, each its own study, with a scale per prompt\n"
+            "  fairaes audit asap.tsv --text-col essay --score-col domain1_score \\\n"
+            "      --prompt-col essay_set --prompts prompts/ --score-range scales.csv \\\n"
+            "      --system-cols engine --representations tfidf --out asap-report\n"
+            "  # short answers: the question is the prompt, with reference answers\n"
+            "  fairaes audit answers.csv --text-col answer --score-col score \\\n"
+            "      --prompt-col question_id --reference-col reference \\\n"
+            "      --system-cols grader --out saf-report\n"
+            "  # the paper's trained baselines\n"
             "  fairaes audit asap.tsv --text-col essay --score-col domain1_score \\\n"
             "      --rater-cols rater1_domain1,rater2_domain1 --prompt-file prompt.txt \\\n"
             "      --representations tfidf,sbert --models ridge --out asap7-report\n"
@@ -545,16 +1001,67 @@ def build_parser() -> argparse.ArgumentParser:
         help="the two raters' columns (for the degradation from human QWK)",
     )
     p_audit.add_argument(
+        "--system-cols",
+        default=None,
+        metavar="COLS",
+        help="scoring systems whose scores are columns of the data, comma-separated: "
+        "a column name, or name=column (e.g. engine_v3,gpt=gpt4o_score); each is "
+        "audited under every representation",
+    )
+    p_audit.add_argument(
+        "--model-file",
+        action="append",
+        default=None,
+        metavar="NAME=PATH",
+        help="a fitted scikit-learn estimator or pipeline that takes essay texts, "
+        "saved with joblib.dump or pickle; used as it is (never refitted), scored on "
+        "the essays and re-scored in the counterfactual audit. Repeatable. Loading a "
+        "pickle runs code from the file: give only files you trust",
+    )
+    p_audit.add_argument(
         "--score-range",
         default=None,
-        metavar="LOW,HIGH",
-        help="the rubric's score scale of --score-col, e.g. 0,12 (default: inferred "
-        "from the scores; a score outside it is refused)",
+        metavar="LOW,HIGH|FILE",
+        help="the rubric's score scale of --score-col, e.g. 0,6, or a .csv/.tsv table "
+        "with the columns prompt,low,high (a scale per prompt; prompts it leaves out "
+        "are inferred). Used for QWK, agreement rates and the figures; a human or "
+        "system score outside it is refused, a model's is trimmed and counted "
+        "(default: inferred from the human scores, and the report says so)",
+    )
+    p_audit.add_argument(
+        "--prompt-col",
+        default=None,
+        metavar="COL",
+        help="column of each essay's prompt (or question) id: each prompt is audited "
+        "on its own (representations fitted on its essays, pairs within it only), "
+        "with pooled rows across prompts",
+    )
+    p_audit.add_argument(
+        "--prompts",
+        default=None,
+        metavar="PATH",
+        help="the prompts' texts for --prompt-col: a folder with one <prompt id>.txt "
+        "per prompt, or a .csv/.tsv table with the columns prompt,text",
     )
     p_audit.add_argument(
         "--prompt-file",
         default=None,
-        help="text file with the prompt (else prompt features are left out)",
+        help="text file with the prompt of every essay (else prompt features are left out)",
+    )
+    p_audit.add_argument(
+        "--reference-col",
+        default=None,
+        metavar="COL",
+        help="short answers: column of the reference answer(s) of each answer's "
+        "question; grades are scaled to [0, 1] by the scale and the report adds wRMSE "
+        "and reference coverage",
+    )
+    p_audit.add_argument(
+        "--reference-sep",
+        default=None,
+        metavar="SEP",
+        help="separator of several reference answers in one --reference-col cell "
+        "(e.g. '||'; default: one reference per cell)",
     )
     p_audit.add_argument(
         "--group-col", default=None, help="group column for the group view"
