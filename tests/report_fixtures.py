@@ -1,12 +1,13 @@
 """Synthetic audit results for the report renderers' tests.
 
 :func:`make_audit_tables` builds a ``tables`` dict and a ``meta`` dict laid
-out exactly as in the audit's data contract (``AuditResult.tables`` and
-``AuditResult.meta``), from seeded random numbers with plausible magnitudes
-(QWK around 0.7, Lipschitz fractions between 0.5 and 1, score differences
-growing with distance). Nothing here is computed by the package: the
-renderers must only arrange numbers, so made-up but well-formed numbers are
-what their tests need.
+out exactly as in the audit's data contract of issue 16 (``AuditResult.tables``
+and ``AuditResult.meta``: every table has ``prompt`` first, ``system`` in
+place of ``model``, pooled rows with several prompts), built by hand from
+seeded random numbers with plausible magnitudes (QWK around 0.7, Lipschitz
+fractions between 0.5 and 1, score differences growing with distance).
+Nothing here is computed by the package: the renderers must only arrange
+numbers, so made-up but well-formed numbers are what their tests need.
 """
 
 from __future__ import annotations
@@ -21,19 +22,22 @@ FEATURES = FEATURE_NAMES
 
 #: Columns of every table of the contract, in order ("features" and
 #: "predictions" depend on the run and are checked separately).
-CONTRACT_COLUMNS = {
+_CONTRACT = {
     "agreement": [
-        "representation", "model", "n", "qwk", "qwk_truncated", "human_human_qwk",
+        "representation", "system", "kind", "n", "n_outside_scale", "qwk", "qwk_truncated", "human_human_qwk",
         "degradation", "smd", "abs_smd_paper", "exact_agreement", "adjacent_agreement",
         "pearson_r", "qwk_ok", "degradation_ok", "smd_ok", "acceptable",
     ],
     "human_agreement": ["rater1", "rater2", "qwk", "exact_agreement", "adjacent_agreement", "n"],
-    "lipschitz": ["representation", "model", "lipschitz_minmax", "lipschitz_max", "n_pairs"],
+    "lipschitz": [
+        "representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs",
+        "n_satisfied_minmax", "n_satisfied_max",
+    ],
     "score_distance": [
-        "representation", "model", "n_bins", "bin", "n_pairs", "distance_min",
+        "representation", "system", "n_bins", "bin", "n_pairs", "distance_min",
         "distance_max", "mean_abs_diff", "se",
     ],
-    "trend": ["representation", "model", "n_bins", "spearman_rho", "spearman_pvalue"],
+    "trend": ["representation", "system", "n_bins", "spearman_rho", "spearman_pvalue"],
     "distance_distribution": ["representation", "series", "bin_left", "bin_right", "density"],
     "extreme_pairs": [
         "representation", "which", "rank", "row_a", "row_b", "id_a", "id_b", "distance",
@@ -46,30 +50,45 @@ CONTRACT_COLUMNS = {
         "spearman_std", "n_samples", "source",
     ],
     "group_agreement": [
-        "representation", "model", "group", "n", "human_mean", "human_sd", "machine_mean",
+        "representation", "system", "group", "n", "human_mean", "human_sd", "machine_mean",
         "machine_sd", "qwk", "smd", "dsm", "qwk_ok", "smd_ok", "dsm_ok",
     ],
     "group_fairness": [
-        "representation", "model", "metric", "name", "r2", "r2_adjusted", "f_statistic",
+        "representation", "system", "metric", "name", "r2", "r2_adjusted", "f_statistic",
         "df_num", "df_denom", "p_value", "base_group",
     ],
     "group_fairness_coefficients": [
-        "representation", "model", "metric", "group", "term", "estimate", "std_error",
+        "representation", "system", "metric", "group", "term", "estimate", "std_error",
         "t_statistic", "p_value", "ci_low", "ci_high",
     ],
     "group_lipschitz": [
-        "representation", "model", "scope", "group", "n_essays", "n_pairs", "n_satisfied",
+        "representation", "system", "scope", "group", "n_essays", "n_pairs", "n_satisfied",
         "fraction",
     ],
     "perturbation": [
-        "representation", "model", "perturbation", "family", "expected", "n_essays",
+        "representation", "system", "perturbation", "family", "expected", "n_essays",
         "n_changed", "mean_abs_change", "mean_change", "max_abs_change",
         "share_beyond_tolerance", "share_down", "share_within", "share_up", "share_expected",
         "mean_distance", "share_zero_distance", "lipschitz_minmax", "lipschitz_max",
         "tolerance",
     ],
     "perturbation_examples": ["representation", "perturbation", "id", "edit_preview", "note"],
+    "grading": ["representation", "system", "n", "rmse", "wrmse"],
+    "reference_coverage": [
+        "n_references", "mean_score", "ci_low", "ci_high", "share_below_threshold",
+        "n_questions", "n_held_out",
+    ],
 }  # fmt: skip
+CONTRACT_COLUMNS = {name: ["prompt", *columns] for name, columns in _CONTRACT.items()}
+
+#: The tables of a short-answer audit only.
+SHORT_ANSWER_TABLES = ("grading", "reference_coverage")
+
+#: Why the counterfactual audit is absent with given scores only.
+SCORES_ONLY = (
+    "scores only: no model to re-score the edited essays; give --model-file or train "
+    "a baseline with --models"
+)
 
 #: The tables that exist only with a group column.
 GROUP_TABLES = (
@@ -80,7 +99,8 @@ META_KEYS = (
     "title", "n_essays", "score_min", "score_max", "text_col", "score_col", "rater_cols",
     "group_col", "prompt_given", "representations", "models", "cv", "random_state",
     "features", "omitted_features", "paraphrase_source", "sbert_model", "versions",
-    "started", "seconds", "notes",
+    "started", "seconds", "notes", "prompts", "prompt_col", "systems", "score_ranges",
+    "score_range", "score_range_source", "absent_sections", "short_answer", "warnings",
 )  # fmt: skip
 
 HOSTILE_TEXT = (
@@ -107,6 +127,8 @@ def make_audit_tables(
     representations=("bow", "tfidf", "sbert"),
     models=("ridge", "random_forest", "gradient_boosting"),
     *,
+    given=(),
+    prompts=None,
     n_essays=40,
     k=3,
     raters=True,
@@ -115,6 +137,9 @@ def make_audit_tables(
     language_tool=False,
     paraphrase=True,
     perturbations=("typos", "sentence_shuffle", "word_salad"),
+    short_answer=False,
+    score_range=(2, 24),
+    declared=False,
     hostile_text=HOSTILE_TEXT,
     seed=0,
 ):
@@ -123,9 +148,16 @@ def make_audit_tables(
     Parameters
     ----------
     representations, models : tuple of str
-        What the fake audit "ran".
+        What the fake audit "ran": ``models`` are trained baselines.
+    given : tuple of str
+        Systems whose scores were given (audited under every representation;
+        their agreement rows have representation ``""``).
+    prompts : tuple of str or None
+        Prompt ids; None is one prompt (``"all"``, no prompt column in the
+        data). With several, each prompt gets its own rows and the agreement
+        and lipschitz tables get ``"pooled"`` rows.
     n_essays : int
-        Essays in the fake corpus (pairs: ``n_essays * (n_essays - 1) / 2``).
+        Essays per prompt (pairs: ``n_essays * (n_essays - 1) / 2``).
     k : int
         Extreme pairs per end and representation.
     raters : bool
@@ -140,7 +172,14 @@ def make_audit_tables(
         With a ``paraphrase`` table.
     perturbations : tuple of str or None
         Edits of the counterfactual audit (``perturbation`` and
-        ``perturbation_examples`` tables); None leaves them out.
+        ``perturbation_examples`` tables, trained models only); None leaves
+        them out. With given systems only, the audit is absent and
+        ``meta["absent_sections"]`` says :data:`SCORES_ONLY`.
+    short_answer : bool
+        With the :data:`SHORT_ANSWER_TABLES`.
+    score_range : (int, int)
+        The score scale of every prompt; ``declared`` says whether it was
+        declared or inferred.
     hostile_text : str or None
         Text of essay 0, which is essay A of every representation's nearest
         pair; None keeps a generated text.
@@ -148,14 +187,9 @@ def make_audit_tables(
         Seed of all random numbers.
     """
     rng = np.random.default_rng(seed)
-    reps, mods = list(representations), list(models)
-    ids = [f"E{i:04d}" for i in range(n_essays)]
-    texts = [_essay(rng, int(rng.integers(40, 160))) for _ in range(n_essays)]
-    if hostile_text is not None:
-        texts[0] = hostile_text
-    score_min, score_max = 2, 24
-    scores = rng.integers(score_min, score_max + 1, size=n_essays)
-    n_pairs = n_essays * (n_essays - 1) // 2
+    reps, mods, given = list(representations), list(models), list(given)
+    ids_prompts = [str(p) for p in prompts] if prompts else ["all"]
+    multi = len(ids_prompts) > 1
 
     omitted = []
     features = list(FEATURES)
@@ -173,45 +207,233 @@ def make_audit_tables(
         )
     dropped = {o["feature"] for o in omitted}
     features = [f for f in features if f not in dropped]
+    with_edits = bool(perturbations) and bool(mods)
+
+    parts = []
+    for index, prompt in enumerate(ids_prompts):
+        prefix = f"P{index + 1}-" if multi else ""
+        parts.append(
+            (
+                prompt,
+                _prompt_tables(
+                    rng,
+                    reps,
+                    mods,
+                    given,
+                    features,
+                    n_essays=n_essays,
+                    k=k,
+                    raters=raters,
+                    groups=groups,
+                    paraphrase=paraphrase,
+                    perturbations=perturbations if with_edits else None,
+                    short_answer=short_answer,
+                    score_range=score_range,
+                    hostile_text=hostile_text,
+                    id_prefix=prefix,
+                ),
+            )
+        )
+    tables = {}
+    for name in parts[0][1]:
+        tables[name] = pd.concat(
+            [t[name].assign(prompt=p) for p, t in parts], ignore_index=True
+        )
+        columns = ["prompt", *[c for c in tables[name].columns if c != "prompt"]]
+        tables[name] = tables[name][columns]
+    if multi:
+        _add_pooled(tables)
+
+    notes = []
+    if not prompt_given:
+        notes.append(
+            "No prompt was given, so the four prompt-based features were left out."
+        )
+    if not language_tool:
+        notes.append("LanguageTool was not reachable: language_errors was left out.")
+    absent = {}
+    if not groups:
+        absent["groups"] = "no group column was given"
+    if perturbations and not mods:
+        absent["counterfactual"] = SCORES_ONLY
+    elif not perturbations:
+        absent["counterfactual"] = "no perturbations were requested"
+    if not paraphrase:
+        absent["paraphrase"] = "no paraphrases were given or generated"
+    source = "declared" if declared else "inferred"
+    systems = {name: {"kind": "given", "description": f"column {name}"} for name in given}
+    systems.update({m: {"kind": "trained", "description": ""} for m in mods})
+    meta = {
+        "title": "Individual-fairness audit of synthetic essays",
+        "n_essays": n_essays * len(ids_prompts),
+        "score_min": score_range[0],
+        "score_max": score_range[1],
+        "text_col": "essay",
+        "score_col": "domain1_score",
+        "rater_cols": ["rater1_domain1", "rater2_domain1"] if raters else None,
+        "group_col": "gender" if groups else None,
+        "prompt_given": bool(prompt_given),
+        "representations": reps,
+        "models": mods,
+        "cv": 5,
+        "random_state": 0,
+        "features": features,
+        "omitted_features": omitted,
+        "paraphrase_source": "WordNetParaphraser" if paraphrase else None,
+        "sbert_model": "all-MiniLM-L6-v2" if "sbert" in reps else None,
+        "versions": {
+            "sklearn_fairaes": "0.1.0",
+            "scikit-learn": "1.9.1",
+            "numpy": "2.4.0",
+            "python": "3.11.2",
+        },
+        "started": "2025-01-01T12:00:00+00:00",
+        "seconds": 123.4,
+        "notes": notes,
+        "prompts": ids_prompts,
+        "prompt_col": "essay_set" if prompts else None,
+        "systems": systems,
+        "score_ranges": {p: [*score_range, source] for p in ids_prompts},
+        "score_range": list(score_range),
+        "score_range_source": source,
+        "absent_sections": absent,
+        "short_answer": bool(short_answer),
+        "warnings": [],
+    }
+    return tables, meta
+
+
+def _fisher_mean(values):
+    """Mean of correlations on Fisher's z scale (as ``mean_qwk``), by hand."""
+    z = np.arctanh(np.clip(np.asarray(values, dtype=float), -0.999999, 0.999999))
+    return float(np.tanh(z.mean()))
+
+
+def _add_pooled(tables):
+    """The pooled rows of an audit of several prompts (prompt ``"pooled"``)."""
+    agreement = tables["agreement"]
+    pooled = []
+    for (r, m), part in agreement.groupby(["representation", "system"], sort=False):
+        row = {c: np.nan for c in agreement.columns}
+        qwk = _fisher_mean(part["qwk"])
+        row.update(
+            prompt="pooled",
+            representation=r,
+            system=m,
+            kind=part["kind"].iloc[0],
+            n=int(part["n"].sum()),
+            n_outside_scale=int(part["n_outside_scale"].sum()),
+            qwk=qwk,
+            qwk_ok=qwk >= 0.70,
+        )
+        pooled.append(row)
+    tables["agreement"] = pd.concat([agreement, pd.DataFrame(pooled)], ignore_index=True)
+    lipschitz = tables["lipschitz"]
+    pooled = []
+    for (r, m), part in lipschitz.groupby(["representation", "system"], sort=False):
+        pairs = int(part["n_pairs"].sum())
+        sat_minmax = int(part["n_satisfied_minmax"].sum())
+        sat_max = int(part["n_satisfied_max"].sum())
+        pooled.append(
+            {
+                "prompt": "pooled",
+                "representation": r,
+                "system": m,
+                "lipschitz_minmax": sat_minmax / pairs,
+                "lipschitz_max": sat_max / pairs,
+                "n_pairs": pairs,
+                "n_satisfied_minmax": sat_minmax,
+                "n_satisfied_max": sat_max,
+            }
+        )
+    tables["lipschitz"] = pd.concat([lipschitz, pd.DataFrame(pooled)], ignore_index=True)
+    if "grading" in tables:
+        grading = tables["grading"]
+        pooled = [
+            {
+                "prompt": "pooled",
+                "representation": r,
+                "system": m,
+                "n": int(part["n"].sum()),
+                "rmse": float(part["rmse"].mean()),
+                "wrmse": float(part["wrmse"].mean()) * 1.1,
+            }
+            for (r, m), part in grading.groupby(["representation", "system"], sort=False)
+        ]
+        tables["grading"] = pd.concat([grading, pd.DataFrame(pooled)], ignore_index=True)
+
+
+def _prompt_tables(
+    rng,
+    reps,
+    mods,
+    given,
+    features,
+    *,
+    n_essays,
+    k,
+    raters,
+    groups,
+    paraphrase,
+    perturbations,
+    short_answer,
+    score_range,
+    hostile_text,
+    id_prefix,
+):
+    """One prompt's tables, without the prompt column."""
+    ids = [f"{id_prefix}E{i:04d}" for i in range(n_essays)]
+    texts = [_essay(rng, int(rng.integers(40, 160))) for _ in range(n_essays)]
+    if hostile_text is not None:
+        texts[0] = hostile_text
+    score_min, score_max = score_range
+    scores = rng.integers(score_min, score_max + 1, size=n_essays)
+    n_pairs = n_essays * (n_essays - 1) // 2
+    systems = [*given, *mods]
 
     tables = {}
     raw = rng.gamma(2.0, 20.0, size=(n_essays, len(features)))
     tables["features"] = pd.DataFrame({"id": ids, **dict(zip(features, raw.T))})
     preds = {"id": ids, "score": scores}
+    for g in given:
+        preds[g] = np.clip(scores + rng.integers(-2, 3, n_essays), score_min, score_max)
     for r in reps:
         for m in mods:
             preds[f"{r}+{m}"] = np.round(scores + rng.normal(0, 2.0, n_essays), 3)
     tables["predictions"] = pd.DataFrame(preds)
 
     rows = []
-    for r in reps:
-        for m in mods:
-            qwk = float(rng.uniform(0.55, 0.80))
-            hh = 0.72148 if raters else np.nan
-            degradation = hh - qwk
-            smd = float(rng.normal(0, 0.08))
-            rows.append(
-                {
-                    "representation": r,
-                    "model": m,
-                    "n": n_essays,
-                    "qwk": qwk,
-                    "qwk_truncated": qwk - float(rng.uniform(0, 0.02)),
-                    "human_human_qwk": hh,
-                    "degradation": degradation,
-                    "smd": smd,
-                    "abs_smd_paper": abs(smd) * 1.01,
-                    "exact_agreement": float(rng.uniform(0.2, 0.4)),
-                    "adjacent_agreement": float(rng.uniform(0.5, 0.8)),
-                    "pearson_r": float(rng.uniform(0.6, 0.85)),
-                    "qwk_ok": qwk >= 0.70,
-                    "degradation_ok": bool(raters and degradation <= 0.10),
-                    "smd_ok": abs(smd) <= 0.15,
-                }
-            )
-            rows[-1]["acceptable"] = bool(
-                rows[-1]["qwk_ok"] and rows[-1]["degradation_ok"] and rows[-1]["smd_ok"]
-            )
+    agreement_rows = [("", g, "given") for g in given]
+    agreement_rows += [(r, m, "trained") for r in reps for m in mods]
+    for r, m, kind in agreement_rows:
+        qwk = float(rng.uniform(0.55, 0.80))
+        hh = 0.72148 if raters else np.nan
+        degradation = hh - qwk
+        smd = float(rng.normal(0, 0.08))
+        rows.append(
+            {
+                "representation": r,
+                "system": m,
+                "kind": kind,
+                "n": n_essays,
+                "n_outside_scale": 0,
+                "qwk": qwk,
+                "qwk_truncated": qwk - float(rng.uniform(0, 0.02)),
+                "human_human_qwk": hh,
+                "degradation": degradation,
+                "smd": smd,
+                "abs_smd_paper": abs(smd) * 1.01,
+                "exact_agreement": float(rng.uniform(0.2, 0.4)),
+                "adjacent_agreement": float(rng.uniform(0.5, 0.8)),
+                "pearson_r": float(rng.uniform(0.6, 0.85)),
+                "qwk_ok": qwk >= 0.70,
+                "degradation_ok": bool(raters and degradation <= 0.10),
+                "smd_ok": abs(smd) <= 0.15,
+            }
+        )
+        rows[-1]["acceptable"] = bool(
+            rows[-1]["qwk_ok"] and rows[-1]["degradation_ok"] and rows[-1]["smd_ok"]
+        )
     tables["agreement"] = pd.DataFrame(rows)
     if raters:
         tables["human_agreement"] = pd.DataFrame(
@@ -227,20 +449,24 @@ def make_audit_tables(
             ]
         )
 
-    outcome_series = [*mods, "human"]
-    tables["lipschitz"] = pd.DataFrame(
-        [
-            {
-                "representation": r,
-                "model": m,
-                "lipschitz_minmax": (v := float(rng.uniform(0.5, 0.99))),
-                "lipschitz_max": min(1.0, v + float(rng.uniform(0, 0.05))),
-                "n_pairs": n_pairs,
-            }
-            for r in reps
-            for m in outcome_series
-        ]
-    )
+    outcome_series = [*systems, "human"]
+    rows = []
+    for r in reps:
+        for m in outcome_series:
+            minmax = float(rng.uniform(0.5, 0.99))
+            share_max = min(1.0, minmax + float(rng.uniform(0, 0.05)))
+            rows.append(
+                {
+                    "representation": r,
+                    "system": m,
+                    "lipschitz_minmax": round(minmax * n_pairs) / n_pairs,
+                    "lipschitz_max": round(share_max * n_pairs) / n_pairs,
+                    "n_pairs": n_pairs,
+                    "n_satisfied_minmax": round(minmax * n_pairs),
+                    "n_satisfied_max": round(share_max * n_pairs),
+                }
+            )
+    tables["lipschitz"] = pd.DataFrame(rows)
 
     rows, trend = [], []
     for r in reps:
@@ -254,7 +480,7 @@ def make_audit_tables(
                     rows.append(
                         {
                             "representation": r,
-                            "model": m,
+                            "system": m,
                             "n_bins": n_bins,
                             "bin": b + 1,
                             "n_pairs": n_pairs // n_bins,
@@ -267,7 +493,7 @@ def make_audit_tables(
                 trend.append(
                     {
                         "representation": r,
-                        "model": m,
+                        "system": m,
                         "n_bins": n_bins,
                         "spearman_rho": float(rng.uniform(0.3, 1.0)),
                         "spearman_pvalue": float(rng.uniform(0, 0.05)) ** 2,
@@ -369,7 +595,7 @@ def make_audit_tables(
         )
 
     if groups:
-        tables.update(_group_tables(rng, reps, mods, list(groups), n_essays))
+        tables.update(_group_tables(rng, reps, systems, list(groups), n_essays))
 
     if perturbations:
         from sklearn_fairaes.perturb import get_perturbation
@@ -385,7 +611,7 @@ def make_audit_tables(
                     rows.append(
                         {
                             "representation": r,
-                            "model": m,
+                            "system": m,
                             "perturbation": name,
                             "family": "preserving" if expected == "stay" else "changing",
                             "expected": expected,
@@ -419,42 +645,34 @@ def make_audit_tables(
         tables["perturbation"] = pd.DataFrame(rows)
         tables["perturbation_examples"] = pd.DataFrame(examples)
 
-    notes = []
-    if not prompt_given:
-        notes.append(
-            "No prompt was given, so the four prompt-based features were left out."
+    if short_answer:
+        tables["grading"] = pd.DataFrame(
+            [
+                {
+                    "representation": r,
+                    "system": m,
+                    "n": n_essays,
+                    "rmse": float(rng.uniform(0.15, 0.35)),
+                    "wrmse": float(rng.uniform(0.2, 0.45)),
+                }
+                for r, m, _ in agreement_rows
+            ]
         )
-    if not language_tool:
-        notes.append("LanguageTool was not reachable: language_errors was left out.")
-    meta = {
-        "title": "Individual-fairness audit of synthetic essays",
-        "n_essays": n_essays,
-        "score_min": score_min,
-        "score_max": score_max,
-        "text_col": "essay",
-        "score_col": "domain1_score",
-        "rater_cols": ["rater1_domain1", "rater2_domain1"] if raters else None,
-        "group_col": "gender" if groups else None,
-        "prompt_given": bool(prompt_given),
-        "representations": reps,
-        "models": mods,
-        "cv": 5,
-        "random_state": 0,
-        "features": features,
-        "omitted_features": omitted,
-        "paraphrase_source": "WordNetParaphraser" if paraphrase else None,
-        "sbert_model": "all-MiniLM-L6-v2" if "sbert" in reps else None,
-        "versions": {
-            "sklearn_fairaes": "0.1.0",
-            "scikit-learn": "1.9.1",
-            "numpy": "2.4.0",
-            "python": "3.11.2",
-        },
-        "started": "2025-01-01T12:00:00+00:00",
-        "seconds": 123.4,
-        "notes": notes,
-    }
-    return tables, meta
+        tables["reference_coverage"] = pd.DataFrame(
+            [
+                {
+                    "n_references": m,
+                    "mean_score": 0.6 + 0.05 * i,
+                    "ci_low": 0.55 + 0.05 * i,
+                    "ci_high": 0.65 + 0.05 * i,
+                    "share_below_threshold": 0.3 - 0.05 * i,
+                    "n_questions": 5,
+                    "n_held_out": 40,
+                }
+                for i, m in enumerate((1, 2, 4))
+            ]
+        )
+    return tables
 
 
 def _group_tables(rng, reps, mods, groups, n_essays):
@@ -476,7 +694,7 @@ def _group_tables(rng, reps, mods, groups, n_essays):
                 agreement.append(
                     {
                         "representation": r,
-                        "model": m,
+                        "system": m,
                         "group": g,
                         "n": int(size),
                         "human_mean": float(rng.uniform(12, 18)),
@@ -496,7 +714,7 @@ def _group_tables(rng, reps, mods, groups, n_essays):
                 summary.append(
                     {
                         "representation": r,
-                        "model": m,
+                        "system": m,
                         "metric": metric,
                         "name": name,
                         "r2": r2,
@@ -514,7 +732,7 @@ def _group_tables(rng, reps, mods, groups, n_essays):
                     coefficients.append(
                         {
                             "representation": r,
-                            "model": m,
+                            "system": m,
                             "metric": metric,
                             "group": g,
                             "term": "intercept" if k == 0 else "difference",
@@ -539,7 +757,7 @@ def _group_tables(rng, reps, mods, groups, n_essays):
                 lipschitz.append(
                     {
                         "representation": r,
-                        "model": m,
+                        "system": m,
                         "scope": scope,
                         "group": g,
                         "n_essays": n,

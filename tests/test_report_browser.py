@@ -372,6 +372,37 @@ def test_report_loads_cleanly_in_chromium(browser, report_page):
     assert height > 2000, "the screenshot should cover the whole report, not one screen"
 
 
+def test_multi_prompt_report_loads_cleanly_in_chromium(browser, tmp_path):
+    # Two prompts, a given system and a trained one; a system name and a prompt
+    # id that are markup must show as text, and every link must lead somewhere.
+    system = "<script>console.error('system name ran')</script>"
+    prompt = "<img src=x onerror=\"console.error('prompt id ran')\">"
+    tables, meta = make_audit_tables(
+        representations=("tfidf",),
+        models=("ridge",),
+        given=(system,),
+        prompts=(prompt, "8"),
+        n_essays=12,
+        k=1,
+    )
+    figures = make_figures(tables, meta)
+    path = ARTIFACTS / "report_browser_test_prompts.html"
+    ARTIFACTS.mkdir(exist_ok=True)
+    path.write_text(render_html(tables, meta, figures), encoding="utf-8")
+    screenshot = ARTIFACTS / "report_browser_test_prompts.png"
+    result = browser.open(path, screenshot=screenshot)
+
+    assert result["errors"] == []
+    assert result["requests"] == []
+    assert len(result["images"]) == len(figures) == 2 * 9
+    assert all(i["complete"] and i["decoded"] and i["width"] > 0 for i in result["images"])
+    text = result["text"]
+    assert system in text and f"Prompt {prompt}" in text
+    for heading in ("2 Summary across prompts", "3 Prompt", "4 Prompt 8", "4.6 Score"):
+        assert heading in text, heading
+    assert "Pooled (Fisher-z mean)" in text and "Pooled (pair-weighted)" in text
+
+
 # --------------------------------------------------------------------------- controls
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import html
 import io
 import json
 import re
@@ -21,18 +20,28 @@ from hypothesis import strategies as st
 pd = require_module("pandas", "report")
 matplotlib = require_module("matplotlib", "report")
 
+from markupsafe import escape  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from report_fixtures import (  # noqa: E402
     CONTRACT_COLUMNS,
     GROUP_TABLES,
     HOSTILE_TEXT,
     META_KEYS,
+    SCORES_ONLY,
+    SHORT_ANSWER_TABLES,
     make_audit_tables,
 )
 
-from sklearn_fairaes.report._html import SECTION_TITLES, render_html, to_json_dict  # noqa: E402
+from sklearn_fairaes.report._html import (  # noqa: E402
+    SECTION_TITLES,
+    SUMMARY_TITLE,
+    _environment,
+    render_html,
+    to_json_dict,
+)
 from sklearn_fairaes.report._plots import (  # noqa: E402
     FIGURE_NAMES,
+    figure_key,
     make_figures,
     model_colors,
     plot_group_agreement,
@@ -41,6 +50,15 @@ from sklearn_fairaes.report._plots import (  # noqa: E402
     plot_score_distance,
     representation_label,
 )
+
+
+def _esc(text, quote=True):
+    """Text as the report's templates escape it (Jinja2 autoescaping: markupsafe)."""
+    return str(escape(text))
+
+
+#: The sections of an essay audit (no short answers), in order.
+ESSAY_SECTIONS = SECTION_TITLES[:-1]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 IMG_RE = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"')
@@ -72,13 +90,18 @@ def page(audit, figures):
 
 def test_fixture_follows_the_contract(audit):
     tables, meta = audit
-    for name, columns in CONTRACT_COLUMNS.items():
+    essay_tables = {
+        k: v for k, v in CONTRACT_COLUMNS.items() if k not in SHORT_ANSWER_TABLES
+    }
+    for name, columns in essay_tables.items():
         assert list(tables[name].columns) == columns, name
-    assert set(tables) == set(CONTRACT_COLUMNS) | {"features", "predictions"}
-    assert list(tables["features"].columns) == ["id", *meta["features"]]
-    assert list(tables["predictions"].columns[:2]) == ["id", "score"]
+    assert set(tables) == set(essay_tables) | {"features", "predictions"}
+    assert list(tables["features"].columns) == ["prompt", "id", *meta["features"]]
+    assert list(tables["predictions"].columns[:3]) == ["prompt", "id", "score"]
     assert set(meta) == set(META_KEYS)
-    assert set(tables["lipschitz"]["model"]) == {*meta["models"], "human"}
+    assert set(tables["lipschitz"]["system"]) == {*meta["models"], "human"}
+    assert set(meta["systems"]) == set(meta["models"])
+    assert set(tables["agreement"]["prompt"]) == {"all"}
     assert set(tables["score_distance"]["n_bins"]) == {5, 100}
     json.dumps(meta, allow_nan=False)
 
@@ -217,7 +240,7 @@ def test_labels_from_data_are_literal_text_not_mathtext():
     table = pd.DataFrame(
         {
             "representation": ["$\\frac{bad", "$\\frac{bad"],
-            "model": ["ridge", "ridge"],
+            "system": ["ridge", "ridge"],
             "group": ["$x^", "50$ group"],
             "qwk": [0.7, 0.6],
             "smd": [0.1, -0.1],
@@ -252,7 +275,7 @@ def test_group_lipschitz_figure_draws_within_and_cross(audit):
     fig = plot_group_lipschitz(table, models=meta["models"])
     assert len(fig.axes) == len(meta["representations"])
     for ax, r in zip(fig.axes, meta["representations"]):
-        sub = table[table["representation"] == r].set_index(["model", "scope"])
+        sub = table[table["representation"] == r].set_index(["system", "scope"])
         shown = {}
         for line in ax.get_lines():
             if line.get_marker() in ("o", "^"):
@@ -285,7 +308,7 @@ def test_a_table_without_contract_columns_is_refused():
     ):
         plot_lipschitz(
             pd.DataFrame(
-                {"representation": ["bow"], "model": ["ridge"], "lipschitz_minmax": [1]}
+                {"representation": ["bow"], "system": ["ridge"], "lipschitz_minmax": [1]}
             )
         )
 
@@ -304,8 +327,8 @@ def _headings(page):
 
 def test_sections_in_the_papers_order(page):
     assert page.startswith("<!DOCTYPE html>")
-    assert _headings(page) == [f"{i} {t}" for i, t in enumerate(SECTION_TITLES, start=1)]
-    assert page.count('class="guide"') == len(SECTION_TITLES)
+    assert _headings(page) == [f"{i} {t}" for i, t in enumerate(ESSAY_SECTIONS, start=1)]
+    assert page.count('class="guide"') == len(ESSAY_SECTIONS)
 
 
 def test_group_view_only_with_group_tables(audit):
@@ -314,7 +337,7 @@ def test_group_view_only_with_group_tables(audit):
     page = render_html(kept, meta, {})
     assert _headings(page) == [
         f"{i} {t}"
-        for i, t in enumerate([t for t in SECTION_TITLES if t != "Group view"], start=1)
+        for i, t in enumerate([t for t in ESSAY_SECTIONS if t != "Group view"], start=1)
     ]
     assert "Group view" in page  # listed in the overview as left out, with the reason
     assert "no group column was given" in page
@@ -362,7 +385,7 @@ def test_group_view_with_only_the_lipschitz_table(audit):
     page = render_html(kept, meta, {})
     assert "8 Group view" in _headings(page)
     section = _section(page, 8)
-    assert section.count("Not available in this run.") == 2
+    assert section.count("Not available in this run") == 2
     assert "Within male (n = 20)" in section
 
 
@@ -392,14 +415,14 @@ def test_the_page_is_self_contained(page):
     ):
         assert forbidden not in lowered, forbidden
     assert re.findall(r'href="([^"]*)"', page) == [
-        f"#section-{i}" for i in range(1, len(SECTION_TITLES) + 1)
+        f"#section-{i}" for i in range(1, len(ESSAY_SECTIONS) + 1)
     ]
 
 
 def test_essay_text_is_escaped(page):
-    assert html.escape(HOSTILE_TEXT, quote=True) in page
+    assert _esc(HOSTILE_TEXT, quote=True) in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "&quot;patience&quot; &amp; &lt;b&gt;waiting&lt;/b&gt;" in page
+    assert "&#34;patience&#34; &amp; &lt;b&gt;waiting&lt;/b&gt;" in page
     assert "<script" not in page.lower()
     assert "<img src=x" not in page
     assert "<b>waiting" not in page
@@ -430,7 +453,7 @@ def test_every_string_from_the_data_is_escaped():
     )
     page = render_html(tables, meta, {})
     assert "<u>" not in page
-    escaped = html.escape(mark)
+    escaped = _esc(mark)
     # title (twice), columns, rater, group, sbert, paraphrase, started (twice), feature,
     # note, omitted feature and reason, versions, table cells
     assert page.count(escaped) >= 20
@@ -476,7 +499,7 @@ def test_overview_lists_what_was_left_out_and_why(page, audit):
     assert "no prompt given: prompt-based features omitted" in page
     assert "no LanguageTool: language_errors omitted" in page
     for note in meta["notes"]:
-        assert html.escape(note) in page
+        assert _esc(note) in page
     overview = page.split("<h2>2 ")[0]
     assert "<code>language_errors</code>" in overview
     assert "<code>prompt_similarity_sbert</code>" in overview
@@ -519,7 +542,7 @@ def test_without_raters_degradation_is_not_shown(audit):
 def test_an_empty_audit_renders_with_reasons():
     page = render_html({}, {}, {})
     assert _headings(page) == [
-        f"{i} {t}" for i, t in enumerate(SECTION_TITLES[:-2], start=1)
+        f"{i} {t}" for i, t in enumerate(SECTION_TITLES[:-3], start=1)
     ]
     assert "no perturbations were requested" in page
     assert "<img" not in page
@@ -580,7 +603,7 @@ def test_essay_text_never_changes_the_markup(text):
     # Escaped text holds no "<" or ">", so the tag structure is the same whatever the essay.
     assert page.count("<") == reference.count("<")
     assert page.count(">") == reference.count(">")
-    assert html.escape(text, quote=True) in page
+    assert _esc(text, quote=True) in page
 
 
 # --------------------------------------------------------------------------- JSON
@@ -642,7 +665,7 @@ def test_to_json_dict_converts_numpy_and_other_python_types():
 
 
 def test_to_json_dict_names_a_value_without_json_form():
-    table = pd.DataFrame({"model": ["ridge"], "obj": [object()]})
+    table = pd.DataFrame({"system": ["ridge"], "obj": [object()]})
     with pytest.raises(
         TypeError, match=r"tables\['agreement'\] row 0 column 'obj' holds an object \(<"
     ):
@@ -660,3 +683,291 @@ def test_counterfactual_section_shows_every_edit_escaped(page, audit):
     assert "<img src=x" not in section  # the example edit quotes essay text, escaped
     assert "&lt;img src=x" in section
     assert section.count("<img") == 1
+
+
+# --------------------------------------------------------------------------- issue 16
+
+
+def _part(page, number):
+    """The part of one prompt: from its heading to the next part's (or the end)."""
+    rest = page.split(f'<h2 class="part" id="part-{number}">')[1]
+    return rest.split('<h2 class="part"')[0].split("</main>")[0]
+
+
+def _rows(section, first_cell):
+    """The cell texts of the table rows of ``section`` that start with ``first_cell``."""
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", section, re.S)
+    cells = [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row) for row in rows]
+    return [c for c in cells if c and c[0] == first_cell]
+
+
+@pytest.fixture(scope="module")
+def multi():
+    tables, meta = make_audit_tables(
+        ("tfidf", "bow"),
+        ("ridge",),
+        given=("engine_v3",),
+        prompts=("1", "2", "3"),
+        n_essays=10,
+        k=1,
+        perturbations=None,
+        seed=5,
+    )
+    figures = make_figures(tables, meta)
+    return tables, meta, figures, render_html(tables, meta, figures)
+
+
+def test_multi_prompt_page_has_a_summary_then_a_part_per_prompt(multi):
+    tables, meta, figures, page = multi
+    assert re.findall(r"<h2[^>]*>(.*?)</h2>", page) == [
+        "1 Overview",
+        f"2 {SUMMARY_TITLE}",
+        "3 Prompt 1",
+        "4 Prompt 2",
+        "5 Prompt 3",
+    ]
+    shown = [t for t in ESSAY_SECTIONS[1:] if t != "Counterfactual edits"]
+    for number in (3, 4, 5):
+        part = _part(page, number)
+        assert re.findall(r"<h3>(.*?)</h3>", part) == [
+            f"{number}.{i} {t}" for i, t in enumerate(shown, start=1)
+        ]
+        assert part.count('class="guide"') == len(shown)
+    # the top contents link the overview, the summary and the parts
+    nav = page.split("</nav>")[0]
+    assert re.findall(r'href="#([^"]*)"', nav) == [
+        "section-1", "section-2", "part-3", "part-4", "part-5",
+    ]  # fmt: skip
+    # every anchor a link points to exists once
+    for target in re.findall(r'href="#([^"]*)"', page):
+        assert page.count(f'id="{target}"') == 1, target
+
+
+def test_each_part_shows_its_own_prompts_rows(multi):
+    tables, meta, figures, page = multi
+    agreement = tables["agreement"]
+    for number, prompt in zip((3, 4, 5), ("1", "2", "3")):
+        part = _part(page, number)
+        rows = agreement[agreement["prompt"] == prompt]
+        given = rows[rows["system"] == "engine_v3"].iloc[0]
+        # the given system's row: representation "" shown as its own scores
+        cells = _rows(part, "<i>own scores</i>")
+        assert ["<i>own scores</i>", "engine_v3", "given scores", "10"] == cells[0][:4]
+        assert cells[0][4] == f"{given['qwk']:.3f}"
+        for value in rows["qwk"]:
+            assert f'<td class="num">{value:.3f}</td>' in part
+        lip = tables["lipschitz"]
+        for value in lip.loc[lip["prompt"] == prompt, "lipschitz_minmax"]:
+            assert f"{100 * value:.3f}" in part
+        # its figures, each with an id of this part
+        index = number - 2
+        for name in ("lipschitz", "score_distance_5", "extreme_pairs"):
+            assert f'id="figure-{name}-p{index}"' in part
+    assert len(IMG_RE.findall(page)) == len(figures) == 3 * 8
+
+
+def test_summary_has_per_prompt_and_pooled_rows(multi):
+    tables, meta, figures, page = multi
+    summary = page.split('<section id="section-2">')[1].split("</section>")[0]
+    agreement = tables["agreement"]
+    pooled = agreement[agreement["prompt"] == "pooled"]
+    assert len(pooled) == 3  # engine_v3 (own scores), ridge on tfidf and on bow
+    qwk_table, lip_table = summary.split("<caption>")[2:4]
+    # columns: own scores / engine_v3 first, then tfidf and bow / ridge
+    order = [("", "engine_v3"), ("tfidf", "ridge"), ("bow", "ridge")]
+    for prompt in ("1", "2", "3"):
+        expected = [
+            f"{agreement.set_index(['prompt', 'representation', 'system']).loc[(prompt, r, s), 'qwk']:.3f}"
+            for r, s in order
+        ]
+        assert _rows(qwk_table, prompt) == [[prompt, *expected]]
+    pooled_cells = _rows(qwk_table, "<i>Pooled (Fisher-z mean)</i>")
+    by = pooled.set_index(["representation", "system"])["qwk"]
+    assert pooled_cells[0][1:] == [f"{by[k]:.3f}" for k in order]
+    # the pooled QWK is the Fisher-z mean of the prompts' QWK (by hand)
+    per_prompt = agreement[
+        (agreement["prompt"] != "pooled") & (agreement["system"] == "engine_v3")
+    ]["qwk"]
+    assert by[("", "engine_v3")] == pytest.approx(np.tanh(np.arctanh(per_prompt).mean()))
+    lip = tables["lipschitz"]
+    pooled_lip = lip[lip["prompt"] == "pooled"].set_index(["representation", "system"])
+    cells = _rows(lip_table, "<i>Pooled (pair-weighted)</i>")[0]
+    assert cells[1] == f"{int(pooled_lip['n_pairs'].iloc[0]):,}"
+    for key in [("tfidf", "engine_v3"), ("bow", "human")]:
+        assert f"{100 * pooled_lip.loc[key, 'lipschitz_minmax']:.3f}" in cells
+    assert '<tr class="pooled">' in lip_table
+    # the scales, with how each was set
+    assert _rows(summary, "2")[0] == [
+        "2",
+        "10",
+        "2",
+        "24",
+        "inferred from the human scores",
+    ]
+
+
+def test_one_prompt_with_a_prompt_column_looks_like_one_study():
+    tables, meta = make_audit_tables(prompts=("7",), n_essays=10, k=1)
+    page = render_html(tables, meta, {})
+    assert _headings(page) == [f"{i} {t}" for i, t in enumerate(ESSAY_SECTIONS, start=1)]
+    assert SUMMARY_TITLE not in page and 'class="part"' not in page
+    assert list(make_figures(tables, meta)) == list(FIGURE_NAMES)
+
+
+def test_system_names_and_prompt_ids_are_escaped():
+    hostile = "<script>alert(1)</script>"
+    prompt = '<img src=x onerror="alert(2)">'
+    tables, meta = make_audit_tables(
+        ("bow",),
+        ("ridge",),
+        given=(hostile,),
+        prompts=(prompt, "b&w"),
+        n_essays=8,
+        k=1,
+        groups=("<i>g</i>", "h"),
+    )
+    meta["absent_sections"]["paraphrase"] = {prompt: f"no paraphrases for {hostile}"}
+    tables["paraphrase"] = tables["paraphrase"][tables["paraphrase"]["prompt"] != prompt]
+    meta["warnings"] = [{"prompt": prompt, "representation": "bow", "message": hostile}]
+    page = render_html(tables, meta, make_figures(tables, meta))
+    lowered = page.lower()
+    assert "<script" not in lowered and "<img src=x" not in lowered and "<i>g" not in page
+    assert page.count(_esc(hostile)) >= 10  # systems table, every table, legend-free text
+    assert f"Prompt {_esc(prompt)}</h2>" in page
+    assert "Prompt b&amp;w</h2>" in page
+    assert _esc(f"no paraphrases for {hostile}") in page
+    assert f"<b>Warning. </b>Prompt {_esc(prompt)}: {_esc(hostile)}" in page  # overview
+    assert f"<b>Warning. </b>{_esc(hostile)}</div>" in _part(page, 3)
+    assert f"<b>Warning. </b>{_esc(hostile)}</div>" not in _part(page, 4)
+    checker = _TagBalance()
+    checker.feed(page)
+    assert checker.problems == [] and checker.stack == []
+
+
+def test_the_absent_sections_reason_shows():
+    tables, meta = make_audit_tables(
+        ("tfidf",), (), given=("engine_v3",), n_essays=10, k=1, groups=None
+    )
+    assert "perturbation" not in tables
+    meta["absent_sections"]["paraphrase"] = "the paraphraser found no synonyms"
+    del tables["paraphrase"]
+    page = render_html(tables, meta, {})
+    overview = _section(page, 1)
+    assert f"<li><b>Counterfactual edits</b> — {_esc(SCORES_ONLY)}</li>" in overview, (
+        "the reason is listed with the section's name"
+    )
+    assert "<li><b>Group view</b> — no group column was given</li>" in overview
+    assert (
+        "<li><b>Paraphrase robustness</b> — the paraphraser found no synonyms</li>"
+        in overview
+    )
+    assert "Not run: the paraphraser found no synonyms." in _section(page, 5)
+    assert "Counterfactual edits</h2>" not in page and "Group view</h2>" not in page
+
+
+def test_a_reason_for_some_prompts_names_them():
+    tables, meta = make_audit_tables(
+        ("bow",), ("ridge",), prompts=("1", "2", "3"), n_essays=8, k=1, perturbations=None
+    )
+    tables["paraphrase"] = tables["paraphrase"][tables["paraphrase"]["prompt"] == "1"]
+    meta["absent_sections"]["paraphrase"] = {"2": "too few essays", "3": "too few essays"}
+    page = render_html(tables, meta, {})
+    assert "<b>Paraphrase robustness</b> (prompts 2, 3) — too few essays" in page
+    assert "Not run: too few essays." in _part(page, 4)
+    assert (
+        "Not run"
+        not in _part(page, 3).split("Paraphrase robustness</h3>")[1].split("</section>")[0]
+    )
+
+
+def test_agreement_shows_the_scale_and_scores_outside_it():
+    tables, meta = make_audit_tables(n_essays=10, k=1, declared=True, score_range=(0, 6))
+    page = render_html(tables, meta, {})
+    section = _section(page, 2)
+    assert "Score scale: 0 to 6, declared." in section
+    assert "Outside the scale" not in section  # no score outside: no column
+    tables["agreement"].loc[1, "n_outside_scale"] = 3
+    meta.update(score_ranges={"all": [0, 6, "inferred"]})
+    section = _section(render_html(tables, meta, {}), 2)
+    assert (
+        "Score scale: 0 to 6, inferred from the human scores (none was declared)."
+        in section
+    )
+    assert '<th scope="col" class="num">Outside the scale</th>' in section
+    assert "3 machine score(s) fell outside the score scale" in section
+    row = _rows(section, "BOW")[1]
+    assert row[1:5] == ["Random Forest", "trained baseline", "10", "3"]
+
+
+def test_short_answer_section_shows_grading_and_coverage():
+    tables, meta = make_audit_tables(
+        ("tfidf",), ("ridge",), prompts=("q1", "q2"), n_essays=8, k=1, short_answer=True,
+        groups=None, perturbations=None,
+    )  # fmt: skip
+    page = render_html(tables, meta, {})
+    grading = tables["grading"]
+    part = _part(page, 4)
+    assert "4.7 Short answers: grading and reference coverage</h3>" in part
+    for value in grading.loc[grading["prompt"] == "q2", "wrmse"]:
+        assert f"{value:.3f}" in part
+    summary = page.split('<section id="section-2">')[1].split("</section>")[0]
+    pooled = grading[grading["prompt"] == "pooled"]["wrmse"].iloc[0]
+    assert _rows(summary, "<i>All questions</i>")[0][1] == f"{pooled:.3f}"
+    coverage = tables["reference_coverage"]
+    for value in coverage.loc[coverage["prompt"] == "q1", "share_below_threshold"]:
+        assert f"{100 * value:.3f}" in _part(page, 3)
+    # no short-answer tables: no section, nothing listed as left out
+    essays, meta = make_audit_tables(n_essays=8, k=1)
+    assert "Short answers" not in render_html(essays, meta, {})
+
+
+def test_multi_prompt_figures_are_keyed_per_prompt_on_the_prompts_scale(multi):
+    tables, meta, figures, _ = multi
+    assert list(figures) == [
+        figure_key(name, p)
+        for p in ("1", "2", "3")
+        for name in FIGURE_NAMES
+        if name != "perturbation"
+    ]
+    # each prompt's figure is drawn from that prompt's rows only
+    lip = tables["lipschitz"]
+    for p in ("1", "2"):
+        ax = figures[figure_key("lipschitz", p)].axes[0]
+        heights = sorted(bar.get_height() for bar in ax.patches)
+        expected = 100 * lip.loc[lip["prompt"] == p, "lipschitz_minmax"]
+        np.testing.assert_allclose(heights, sorted(expected))
+    ax = figures[figure_key("score_distance_5", "1")].axes[0]
+    assert ax.get_ylabel() == "Mean |Δscore| (points, scale 2–24)"
+    low, high = ax.get_ylim()
+    assert low == 0 and high <= 24 - 2
+
+
+def test_score_distance_axis_ends_at_the_largest_difference_the_scale_allows():
+    table = pd.DataFrame(
+        {"representation": ["bow"] * 2, "system": ["ridge"] * 2, "n_bins": [2, 2],
+         "bin": [1, 2], "mean_abs_diff": [1.5, 5.9], "se": [0.1, 0.2]}
+    )  # fmt: skip
+    ax = plot_score_distance(table, n_bins=2, score_range=(0, 6)).axes[0]
+    assert ax.get_ylim() == (0.0, 6.0)
+    ax = plot_score_distance(table, n_bins=2).axes[0]
+    assert ax.get_ylabel() == "Mean |Δscore| (score points)"
+
+
+def test_templates_autoescape_and_refuse_undefined_names():
+    import jinja2
+
+    env = _environment()
+    assert env.autoescape is True
+    assert env.from_string("{{ x }}").render(x="<b>") == "&lt;b&gt;"
+    with pytest.raises(jinja2.UndefinedError, match="'nope' is undefined"):
+        env.from_string("{{ nope }}").render()
+    # one template per analysis, shipped with the package
+    from importlib.resources import files
+
+    from sklearn_fairaes.report import _html
+
+    folder = files("sklearn_fairaes.report") / "templates"
+    names = {analysis for analysis, _ in _html._ANALYSIS_SECTIONS} | {"overview", "summary"}
+    for name in names:
+        assert (folder / "sections" / f"{name}.html.j2").is_file(), name
+    assert (folder / "layout.html.j2").is_file()

@@ -4,14 +4,20 @@
 the paper's methodology (Section 3) and results (Section 5): agreement with
 human raters, the essay-similarity checks (extreme pairs, aggregate feature
 differences, paraphrases), then individual fairness (the Lipschitz condition
-and score difference vs. distance). Each section opens with a short reading
-guide for assessment researchers.
+and score difference vs. distance), the group view, the counterfactual edits
+and, for short answers, grading and reference coverage. Each section opens
+with a short reading guide for assessment researchers. An audit of several
+prompts gets a summary across prompts, then one part per prompt.
 
-The file has no external assets and no scripts: CSS is inline and figures
-are PNG data URIs, so it can be mailed, archived or opened offline. Essays
-are untrusted input, so every piece of text that comes from the data (essay
-texts, ids, group names, table values, metadata) is HTML-escaped, and a
-Content-Security-Policy forbids scripts as a second line of defence.
+The page comes from Jinja2 templates (``report/templates``: a layout and one
+template per analysis, ``sections/<name>.html.j2``). This module only turns
+the tables into plain values for them (formatted numbers, rows, headers);
+it never writes markup, and the templates are rendered with autoescaping on
+and undefined names refused, so every piece of text that comes from the
+data (essay texts, ids, system and group names, prompt ids, table values,
+metadata) is HTML-escaped. The file has no external assets and no scripts:
+CSS is inline, figures are PNG data URIs, and a Content-Security-Policy
+forbids scripts as a second line of defence.
 
 Nothing is computed here: the renderer only formats and arranges numbers.
 """
@@ -20,34 +26,41 @@ from __future__ import annotations
 
 import base64
 import datetime
-import html
 import io
 import math
 import numbers
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, SupportsInt, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, SupportsInt, cast
 
 import numpy as np
 
-from ..metrics._agreement import WILLIAMSON_THRESHOLDS
+from ..metrics._agreement import TRIM_TOLERANCE, WILLIAMSON_THRESHOLDS
 from ..metrics._group import GROUP_THRESHOLDS
 from ._plots import (
+    POOLED,
     _check_table,
     _short,
+    audit_prompts,
     feature_label,
     feature_number,
+    figure_key,
     model_label,
+    prompt_tables,
     representation_label,
 )
 
 if TYPE_CHECKING:
+    import jinja2
     import pandas as pd
     from matplotlib.figure import Figure
 
 __all__ = ["SECTION_TITLES", "render_html", "to_json_dict"]
 
-#: Section headings of the report, in order (the group view only with groups).
+#: Section headings of the report, in order. The group view appears only with
+#: a group table, the counterfactual edits only with the perturbation table,
+#: the short answers only with the grading or reference-coverage table.
 SECTION_TITLES = (
     "Overview",
     "Agreement with human raters",
@@ -58,220 +71,131 @@ SECTION_TITLES = (
     "Score difference vs. distance",
     "Group view",
     "Counterfactual edits",
+    "Short answers: grading and reference coverage",
 )
 
-_QWK_MIN = WILLIAMSON_THRESHOLDS["qwk"]
-_DEGRADATION_MAX = WILLIAMSON_THRESHOLDS["degradation"]
-_SMD_MAX = WILLIAMSON_THRESHOLDS["abs_smd"]
-_DSM_MAX = GROUP_THRESHOLDS["abs_dsm"]
+#: Title of the section that opens an audit of several prompts.
+SUMMARY_TITLE = "Summary across prompts"
 
-_GUIDES = {
-    "Overview": (
-        "This report asks whether automated scoring models treat similar essays alike "
-        "(individual fairness), following the methodology of Doewes, Saxena, Pei and "
-        "Pechenizkiy (EDM 2022). It first checks that the models agree with the human "
-        "raters (section 2), then whether each text representation's idea of "
-        "“similar essays” makes sense to a human reader (sections 3–5), and only then "
-        "whether the models give similar essays similar scores (sections 6–7). Start here: "
-        "check that the number of essays and the score range are what you expect, and read "
-        "what was left out — an omitted feature or a skipped analysis limits what the later "
-        "sections can tell you."
+# Each analysis (report/analyses, contract of issue 16) and the sections its
+# template renders, with the tables any one of which makes a section show.
+_ANALYSIS_SECTIONS = (
+    ("agreement", (("Agreement with human raters", ("agreement",)),)),
+    (
+        "extremes",
+        (
+            ("Essay similarity: extreme pairs", ("extreme_pairs", "extreme_pair_features")),
+            ("Aggregate feature differences", ("feature_profile",)),
+        ),
     ),
-    "Agreement with human raters": (
-        "Each row is one scoring model trained on one text representation; every essay was "
-        "scored by a model that did not see it in training (cross-validation). Good looks "
-        f"like the acceptance criteria of Williamson, Xi and Breyer (2012): a quadratic "
-        f"weighted kappa (QWK) with the human score of at least {_QWK_MIN:.2f}, a QWK no more "
-        f"than {_DEGRADATION_MAX:.2f} below the agreement of two human raters "
-        f"(degradation), and a standardized mean difference (SMD) between machine and human "
-        f"scores within ±{_SMD_MAX:.2f}. Agreement is a precondition, not evidence of "
-        "fairness: a model can agree well with humans on average and still score two "
-        "nearly identical essays very differently."
+    ("paraphrase", (("Paraphrase robustness", ("paraphrase",)),)),
+    (
+        "lipschitz",
+        (
+            (
+                "Individual fairness: Lipschitz fraction",
+                ("lipschitz", "distance_distribution"),
+            ),
+            ("Score difference vs. distance", ("score_distance", "trend")),
+        ),
     ),
-    "Essay similarity: extreme pairs": (
-        "Every fairness number below rests on a distance between essays (the cosine "
-        "distance between their vector representations). This section shows, for each "
-        "representation, the two essays it finds most alike (nearest pair) and the two it "
-        "finds most different (farthest pair), described by interpretable features scaled to "
-        "0–1 over all essays (0 = the smallest value in the data, 1 = the largest). Good "
-        "looks like: nearly equal bars for the nearest pair and clearly different bars for "
-        "the farthest pair — and, reading the texts, a nearest pair that you too would call "
-        "similar. If it is not, the representation's notion of similarity is not yours, and "
-        "its fairness results answer a different question. One pair per end is a quick "
-        "sanity check, not proof."
+    (
+        "groups",
+        (
+            (
+                "Group view",
+                (
+                    "group_agreement",
+                    "group_fairness",
+                    "group_fairness_coefficients",
+                    "group_lipschitz",
+                ),
+            ),
+        ),
     ),
-    "Aggregate feature differences": (
-        "The extreme pairs are two pairs among many; here the pairs are grouped by distance "
-        "into the nearest, a middle band around the median, and the farthest, and each bar is "
-        "the mean absolute difference of one interpretable feature between the two essays of "
-        "a pair (features scaled to 0–1). Features are numbered as in the paper's Table 1. "
-        "Good looks like: for every feature, nearest < medium < farthest — essays the "
-        "representation calls close also differ less in length, vocabulary, errors and "
-        "relevance to the prompt. A feature where the order is reversed is an aspect of "
-        "writing that this representation ignores."
+    ("counterfactual", (("Counterfactual edits", ("perturbation",)),)),
+    (
+        "short_answers",
+        (
+            (
+                "Short answers: grading and reference coverage",
+                ("grading", "reference_coverage"),
+            ),
+        ),
     ),
-    "Paraphrase robustness": (
-        "An essay and a paraphrase of it (the same content in other words) should be treated "
-        "alike. For a sample of essays, all other essays are ranked by similarity to the "
-        "original and, separately, to its paraphrase; the two rankings are compared. Good "
-        "looks like: NDCG@10 and Spearman's rank correlation close to 1 — the paraphrase "
-        "keeps the same nearest neighbours and the same overall order. A random ranking "
-        "scores about 0.5 on NDCG@10 and 0 on Spearman's rho. Automatic paraphrases are "
-        "imperfect, so a low value can also mean a poor paraphrase."
+)
+
+# Analyses shown only when one of their tables exists; the others always have
+# their sections, which then say why they are empty.
+_OPTIONAL = {"groups", "counterfactual", "short_answers"}
+
+# Why a section is empty when the audit's metadata gives no reason.
+_DEFAULT_REASONS = {
+    "groups": "no group column was given, so it is left out",
+    "counterfactual": (
+        "no perturbations were requested (perturbations=..., or --perturbations "
+        "default on the command line)"
     ),
-    "Individual fairness: Lipschitz fraction": (
-        "Individual fairness in the sense of Dwork et al. (2012): the difference between two "
-        "essays' scores should be no larger than the distance between the essays. Distances "
-        "and score differences are rescaled to 0–1 over all pairs (min–max; the “max” "
-        "variant divides by the largest value only), and the table gives the percentage of "
-        "all essay pairs that meet the condition. The human scores go through the same test "
-        "as a reference point. Good looks like: a high percentage, at least that of the "
-        "human scores. Compare models within a representation (read the table row by row): "
-        "each representation has its own spread of distances, shown in the last figure of "
-        "this section, so percentages of different representations are not comparable."
-    ),
-    "Score difference vs. distance": (
-        "All essay pairs are sorted by distance and cut into 5 (then 100) groups of equal "
-        "size; each point is the mean absolute score difference within a group. Good looks "
-        "like: a line that rises steadily from the most similar pairs (left) to the most "
-        "different (right) — similar essays get similar scores, while different essays may "
-        "get different ones. A flat line means the scores ignore how alike the essays are; "
-        "a drop at the right end means very different essays receive similar scores. Error "
-        "bars are ±1 standard error. The trend table gives Spearman's rank correlation "
-        "between bin and mean score difference: close to +1 is the expected rise."
-    ),
-    "Group view": (
-        "The sections above ask whether similar essays get similar scores (individual "
-        "fairness); this one asks whether groups of writers (the group column) are scored "
-        "alike (group fairness), and repeats the Lipschitz test split by group. The two "
-        "views can disagree. Group statistics can look fine while similar essays from "
-        "different groups get different scores: errors for and against a group cancel in "
-        "its mean. And every pair of similar essays can be scored alike while one group is "
-        "scored too high on average, when its essays differ from the others in a way the "
-        "representation sees but the human raters do not reward. Good looks like: every "
-        "flag met in every group, the fairness analyses' R² near 0, and as many pairs "
-        "meeting the Lipschitz condition across groups as within them. Small groups give "
-        "noisy values (check n); a group of one essay has no SD, QWK or pairs."
-    ),
+    "short_answers": "not a short-answer audit (no reference column was given)",
+}
+_MISSING_TABLE = "not available in this run (its table is missing)"
+
+_KIND_LABELS = {
+    "given": "given scores",
+    "fitted": "fitted model, used as it is",
+    "trained": "trained baseline, out-of-fold",
 }
 
-_GUIDES["Counterfactual edits"] = (
-    "Each essay of a held-out sample is edited in a controlled way and scored again by "
-    "every model (refitted without the sample). Edits of the first kind keep the meaning "
-    "(synonyms, typos, case and spacing, contractions, renamed placeholders): a fair "
-    "score stays within half a score point. Moving more is oversensitivity: two essays "
-    "that say the same thing get different scores. Edits of the second kind damage the "
-    "essay (shuffled, deleted or repeated sentences, an off-topic paragraph, stuffed "
-    "prompt words, word salad, scrambled words) or change what it says (negation): a "
-    "score that stays is overstability: the model rewards surface features it can "
-    "count (length, vocabulary) rather than what the essay says. Good looks like: a high "
-    "share moving the expected way in every row. The distance column says whether the "
-    "representation that defines 'similar essays' sees the edit at all: an edit at "
-    "distance 0 is invisible to the Lipschitz test of section 6, so only this section "
-    "can catch it (a bag-of-words model cannot see a sentence shuffle by construction)."
-)
-
-_NDCG_WARNING = (
-    "Full-list NDCG is close to 1 even for a random ranking (around 0.9 for typical "
-    "data), because every essay contributes and far-down ranks are heavily discounted; "
-    "a value such as 0.97 is therefore not evidence of a kept ranking. Read NDCG@10 and "
-    "Spearman's rho instead. (The paper's NDCG of 1.0 for every representation came from "
-    "its code ranking index arrays rather than similarities.)"
-)
-
-_CSS = """
-:root { --ink: #1f2328; --muted: #57606a; --line: #d0d7de; --soft: #f6f8fa;
-        --ok: #1a7f37; --bad: #cf222e; --warn-bg: #fff8c5; --warn-line: #d4a72c; }
-* { box-sizing: border-box; }
-body { margin: 0; color: var(--ink); background: #fff; line-height: 1.5;
-       font: 15px/1.5 -apple-system, "Segoe UI", "DejaVu Sans", "Liberation Sans", Arial, sans-serif; }
-header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
-header { padding-top: 24px; border-bottom: 1px solid var(--line); }
-h1 { font-size: 1.7em; margin: 0 0 4px; }
-h2 { font-size: 1.35em; margin: 40px 0 8px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
-h3 { font-size: 1.1em; margin: 24px 0 8px; }
-h4 { font-size: 1em; margin: 16px 0 6px; }
-.subtitle { color: var(--muted); margin: 0 0 12px; }
-nav ol { columns: 2; margin: 8px 0 16px; padding-left: 20px; }
-nav a { color: #0969da; text-decoration: none; }
-.guide { background: var(--soft); border-left: 4px solid #0969da; padding: 10px 14px; margin: 8px 0 16px; }
-.guide b { display: block; margin-bottom: 2px; }
-.warning { background: var(--warn-bg); border-left: 4px solid var(--warn-line); padding: 10px 14px; margin: 12px 0; }
-.note { color: var(--muted); font-size: 0.93em; }
-.scroll { overflow-x: auto; margin: 8px 0 16px; }
-table { border-collapse: collapse; font-size: 0.9em; }
-caption { text-align: left; font-weight: 600; padding: 4px 0; }
-th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; vertical-align: top; }
-th { background: var(--soft); text-align: left; font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-th.num { text-align: right; }
-th[colspan] { text-align: center; }
-td.flag, th.flag { text-align: center; }
-.ok { color: var(--ok); font-weight: 700; }
-.bad { color: var(--bad); font-weight: 700; }
-.na { color: var(--muted); }
-figure { margin: 16px 0 24px; }
-figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
-figcaption { color: var(--muted); font-size: 0.92em; margin-top: 4px; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 8px 0 16px; }
-dl.meta dt { font-weight: 600; }
-dl.meta dd { margin: 0; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; margin-bottom: 12px; }
-.essay { border: 1px solid var(--line); border-radius: 6px; overflow: hidden; }
-.essay .head { background: var(--soft); padding: 4px 10px; font-size: 0.9em; border-bottom: 1px solid var(--line); }
-.essay .text { padding: 8px 10px; white-space: pre-wrap; overflow-wrap: anywhere;
-               max-height: 22em; overflow-y: auto; font-size: 0.92em; }
-footer { margin-top: 48px; padding: 16px 24px 32px; border-top: 1px solid var(--line);
-         color: var(--muted); font-size: 0.88em; }
-@media (max-width: 800px) { .pair { grid-template-columns: 1fr; } nav ol { columns: 1; } }
-@media print { .essay .text { max-height: none; } h2 { break-after: avoid; } figure { break-inside: avoid; } }
-"""
+_THRESHOLDS = {
+    "qwk": f"{WILLIAMSON_THRESHOLDS['qwk']:.2f}",
+    "degradation": f"{WILLIAMSON_THRESHOLDS['degradation']:.2f}",
+    "smd": f"{WILLIAMSON_THRESHOLDS['abs_smd']:.2f}",
+    "dsm": f"{GROUP_THRESHOLDS['abs_dsm']:.2f}",
+    "dsm_short": f"{GROUP_THRESHOLDS['abs_dsm']:.1f}",
+    "trim": f"{TRIM_TOLERANCE:g}",
+}
 
 # Scripts, frames, fonts and remote images are all refused: the report needs none.
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
-# --------------------------------------------------------------------------- escaping
+# --------------------------------------------------------------------------- templates
 
 
-class _Markup(str):
-    """Text that is already HTML (built here from escaped pieces).
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    """The templates of the package: autoescaped, strict about undefined names."""
+    import jinja2
 
-    Adding plain text to it escapes that text, so markup can be concatenated
-    without letting data through unescaped.
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("sklearn_fairaes.report", "templates"),
+        # every template, whatever its extension: data never reaches the page unescaped
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+# --------------------------------------------------------------------------- cells
+
+
+class Cell(NamedTuple):
+    """One value for a template: text, and how to show it.
+
+    ``kind`` is ``"text"``, ``"na"`` (not available: a dash), ``"ok"`` /
+    ``"bad"`` (a threshold met / failed: a tick / a cross) or ``"em"``
+    (italic text, for labels such as "All essays"). ``numeric`` cells are
+    right-aligned when their whole column is numeric.
     """
 
-    def __add__(self, other: object) -> _Markup:
-        return _Markup(str.__add__(self, _esc(other)))
-
-    def __radd__(self, other: object) -> _Markup:
-        return _Markup(str.__add__(_esc(other), self))
+    text: str = ""
+    kind: str = "text"
+    numeric: bool = False
 
 
-def _esc(value: object) -> _Markup:
-    """HTML-escape data; markup built by this module passes through unchanged."""
-    if isinstance(value, _Markup):
-        return value
-    return _Markup(html.escape(str(value), quote=True))
-
-
-def _join(parts: Iterable[object], sep: str = "") -> _Markup:
-    return _Markup(sep.join(_esc(p) for p in parts))
-
-
-def _tag(name: str, content: object = "", **attrs: object) -> _Markup:
-    """``<name attr="...">content</name>`` with escaped attribute values and content."""
-    rendered = "".join(
-        f' {k.rstrip("_").replace("_", "-")}="{_esc(v)}"'
-        for k, v in attrs.items()
-        if v is not None
-    )
-    return _Markup(f"<{name}{rendered}>{_esc(content)}</{name}>")
-
-
-# --------------------------------------------------------------------------- formatting
-
-_MISSING = _Markup('<span class="na" title="not available">—</span>')
+_NA = Cell("", "na")
 
 
 def _missing(value: object) -> bool:
@@ -285,70 +209,103 @@ def _missing(value: object) -> bool:
         return True  # pandas.NA refuses to be a bool
 
 
-def _num(value: object, digits: int = 3) -> str:
+def _cell(value: object) -> Cell:
+    """Any value as a cell: cells unchanged, missing values as a dash, the rest as text."""
+    if isinstance(value, Cell):
+        return value
+    if _missing(value):
+        return _NA
+    return Cell(str(value))
+
+
+def _num(value: object, digits: int = 3) -> Cell:
     """A number for a table cell: 3 decimals, integers with thousands separators."""
     if _missing(value):
-        return _MISSING
+        return _NA
     if isinstance(value, (bool, np.bool_)):
         return _flag(value)
     if isinstance(value, numbers.Integral):
-        return f"{int(value):,}"
+        return Cell(f"{int(value):,}", numeric=True)
     if isinstance(value, numbers.Real):
         value = float(value)
         if math.isinf(value):
-            return "∞" if value > 0 else "−∞"
+            return Cell("∞" if value > 0 else "−∞", numeric=True)
         if value.is_integer() and abs(value) >= 1000:
-            return f"{value:,.0f}"
-        return f"{value:.{digits}f}"
-    return str(value)
+            return Cell(f"{value:,.0f}", numeric=True)
+        return Cell(f"{value:.{digits}f}", numeric=True)
+    return Cell(str(value))
 
 
-def _score(value: object) -> str:
+def _score(value: object) -> Cell:
     """A score: whole numbers without decimals (scores are often stored as floats)."""
     if _missing(value) or isinstance(value, (bool, np.bool_)):
         return _num(value)
     if isinstance(value, numbers.Real) and float(value).is_integer():
         # every concrete real type has __int__; the numbers.Real ABC omits it
-        return f"{int(cast(SupportsInt, value)):,}"
+        return Cell(f"{int(cast(SupportsInt, value)):,}", numeric=True)
     return _num(value)
 
 
-def _pct(value: Any) -> str:
+def _pct(value: Any) -> Cell:
     """A fraction as a percentage with 3 decimals (``0.99994`` -> ``99.994``)."""
     if _missing(value):
-        return _MISSING
-    return f"{100.0 * float(value):.3f}"
+        return _NA
+    return Cell(f"{100.0 * float(value):.3f}", numeric=True)
 
 
-def _pvalue(value: Any) -> str:
+def _pvalue(value: Any) -> Cell:
     if _missing(value):
-        return _MISSING
-    return "< 0.001" if float(value) < 0.001 else f"{float(value):.3f}"
+        return _NA
+    return Cell("< 0.001" if float(value) < 0.001 else f"{float(value):.3f}", numeric=True)
 
 
-def _mean_sd(mean: Any, sd: Any) -> str:
+def _mean_sd(mean: Any, sd: Any) -> Cell:
     if _missing(mean):
-        return _MISSING
+        return _NA
     if _missing(sd):
         return _num(mean)
-    return f"{float(mean):.3f} ± {float(sd):.3f}"
+    return Cell(f"{float(mean):.3f} ± {float(sd):.3f}", numeric=True)
 
 
-def _flag(value: object) -> str:
+def _flag(value: object) -> Cell:
     if _missing(value):
-        return _MISSING
-    if bool(value):
-        return _Markup('<span class="ok" title="meets the threshold">✓</span>')
-    return _Markup('<span class="bad" title="fails the threshold">✗</span>')
+        return _NA
+    return Cell("✓", "ok") if bool(value) else Cell("✗", "bad")
 
 
-def _is_numeric_cell(value: object) -> bool:
-    return isinstance(value, numbers.Number) or (
-        isinstance(value, str)
-        and not isinstance(value, _Markup)
-        and value[:1] in "0123456789-−<∞"
-        and any(ch.isdigit() for ch in value)
-    )
+def _text(value: object) -> str:
+    """Plain text of a value for a sentence ("—" when missing)."""
+    cell = _cell(value)
+    return "—" if cell.kind == "na" else cell.text
+
+
+def _rep(name: object) -> Cell:
+    """A representation's label; ``""`` is the scores of a given or fitted system."""
+    if str(name) == "":
+        return Cell("own scores", "em")
+    return Cell(representation_label(name))
+
+
+def _mod(name: object) -> Cell:
+    return Cell(model_label(name))
+
+
+def _th(
+    text: object,
+    *,
+    cls: str | None = None,
+    colspan: int | None = None,
+    rowspan: int | None = None,
+    scope: str | None = "col",
+) -> dict[str, Any]:
+    """A header cell for the table macro."""
+    return {
+        "text": _text(text),
+        "cls": cls,
+        "colspan": colspan,
+        "rowspan": rowspan,
+        "scope": scope,
+    }
 
 
 def _table(
@@ -356,61 +313,57 @@ def _table(
     rows: Sequence[Sequence[object]],
     *,
     caption: str | None = None,
-    header_rows: Sequence[str] | None = None,
+    header_rows: Sequence[Sequence[dict[str, Any]]] | None = None,
     flags: Collection[int] = (),
-) -> _Markup:
-    """An HTML table; every cell escaped unless it is markup built here.
+    row_classes: Sequence[str | None] | None = None,
+) -> dict[str, Any]:
+    """A table for the ``table`` macro: header rows, and body cells with their classes.
 
     ``headers`` is one header row (text); ``header_rows`` replaces it with
-    pre-built ``<tr>`` markup (for grouped headers). ``flags`` are the indices
-    of centred ✓/✗ columns.
+    header cells built by :func:`_th` (for grouped headers). ``flags`` are
+    the indices of centred tick/cross columns; a column whose available
+    cells are all numbers is right-aligned.
     """
-    width = max([len(headers or ())] + [len(row) for row in rows])
+    body = [[_cell(v) for v in row] for row in rows]
+    width = max([len(headers or ())] + [len(row) for row in body])
     classes: list[str | None] = []
     for i in range(width):
-        column = [row[i] for row in rows if i < len(row) and row[i] is not _MISSING]
+        column = [row[i] for row in body if i < len(row) and row[i].kind != "na"]
         if i in flags:
             classes.append("flag")
-        elif column and all(_is_numeric_cell(v) for v in column):
+        elif column and all(c.numeric for c in column):
             classes.append("num")
         else:
             classes.append(None)
-    head = header_rows or [
-        _tag(
-            "tr",
-            _join(
-                _tag("th", h, scope="col", class_=classes[i])
-                for i, h in enumerate(headers or ())
-            ),
-        )
-    ]
-    body = [
-        _tag("tr", _join(_tag("td", v, class_=classes[i]) for i, v in enumerate(row)))
-        for row in rows
-    ]
-    parts = [_tag("caption", caption)] if caption else []
-    parts += [_tag("thead", _join(head)), _tag("tbody", _join(body))]
-    return _tag("div", _tag("table", _join(parts)), class_="scroll")
+    head = (
+        [list(r) for r in header_rows]
+        if header_rows
+        else [[_th(h, cls=classes[i]) for i, h in enumerate(headers or ())]]
+    )
+    return {
+        "caption": caption,
+        "head": head,
+        "body": [
+            {
+                "cls": (row_classes or [None] * len(body))[k],
+                "cells": [(c, classes[i]) for i, c in enumerate(row)],
+            }
+            for k, row in enumerate(body)
+        ],
+    }
 
 
-def _rep(name: object) -> str:
-    return representation_label(name)
-
-
-def _mod(name: object) -> str:
-    return model_label(name)
-
-
-def _present(tables: Mapping[str, pd.DataFrame | None], name: str) -> bool:
+def _present(tables: Mapping[str, pd.DataFrame], name: str) -> bool:
     table = tables.get(name)
     return table is not None and len(table) > 0
 
 
 def _ordered(
-    values: Iterable[object], preferred: Iterable[str] = (), last: Sequence[str] = ()
+    values: Iterable[object], preferred: Iterable[object] = (), last: Sequence[str] = ()
 ) -> list[str]:
     seen = list(dict.fromkeys(str(v) for v in values))
-    head = [p for p in preferred if p in seen and p not in last]
+    head = [str(p) for p in preferred if str(p) in seen and str(p) not in last]
+    head = list(dict.fromkeys(head))
     return (
         head
         + [v for v in seen if v not in head and v not in last]
@@ -421,8 +374,12 @@ def _ordered(
 # --------------------------------------------------------------------------- figures
 
 
-class _FigureCounter:
-    """Embeds figures as PNG data URIs and numbers them in document order."""
+class _Figures:
+    """Embeds figures as PNG data URIs and numbers them in document order.
+
+    The templates call it (through :meth:`bind`) where a figure goes, so the
+    numbers follow the page whatever the order of the sections.
+    """
 
     def __init__(self, figures: Mapping[str, Figure] | None, dpi: int) -> None:
         self.figures = dict(figures or {})
@@ -430,256 +387,474 @@ class _FigureCounter:
         self.used: list[str] = []
         self.number = 0
 
-    def __call__(self, name: str, caption: str, alt: str) -> _Markup:
-        fig = self.figures.get(name)
-        if fig is None:
-            return _Markup("")
-        self.used.append(name)
+    def embed(self, key: str, element_id: str) -> dict[str, Any] | None:
+        fig = self.figures.get(key)
+        if fig is None or key in self.used:
+            return None
+        self.used.append(key)
         self.number += 1
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=self.dpi)
         png = buffer.getvalue()
-        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        img = _Markup(
-            f'<img src="{src}" alt="{_esc(alt)}" width="{width}" height="{height}" '
-            f'id="figure-{_esc(name)}">'
-        )
-        return _tag(
-            "figure", _join([img, _tag("figcaption", f"Figure {self.number}. {caption}")])
-        )
+        return {
+            "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+            "width": int.from_bytes(png[16:20], "big"),
+            "height": int.from_bytes(png[20:24], "big"),
+            "id": element_id,
+            "number": self.number,
+        }
 
-    def leftovers(self) -> list[str]:
-        return [name for name in self.figures if name not in self.used]
+    def bind(self, prompt: str | None, suffix: str) -> Callable[[str], Any]:
+        """``fig(name)`` for one prompt's part (``prompt`` None: one prompt only)."""
+
+        def fig(name: str) -> dict[str, Any] | None:
+            return self.embed(figure_key(name, prompt), f"figure-{name}{suffix}")
+
+        return fig
+
+    def leftovers(self) -> list[dict[str, Any]]:
+        out = []
+        for k, key in enumerate([k for k in self.figures if k not in self.used]):
+            embedded = self.embed(key, f"figure-extra-{k + 1}")
+            if embedded is not None:
+                out.append(dict(embedded, name=key))
+        return out
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+def _systems(meta: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """System name -> {"kind", "description"}; trained baselines when only models are known."""
+    systems = meta.get("systems")
+    if isinstance(systems, Mapping) and systems:
+        out = {}
+        for name, info in systems.items():
+            info = info if isinstance(info, Mapping) else {}
+            out[str(name)] = {
+                "kind": str(info.get("kind") or ""),
+                "description": str(info.get("description") or ""),
+            }
+        return out
+    return {
+        str(m): {"kind": "trained", "description": ""} for m in meta.get("models") or []
+    }
+
+
+def _system_order(meta: Mapping[str, Any]) -> list[str]:
+    return list(_systems(meta))
+
+
+def _scale(meta: Mapping[str, Any], prompt: str) -> tuple[Any, Any, str] | None:
+    """``(lo, hi, source)`` of a prompt's score scale, from the metadata."""
+    ranges = meta.get("score_ranges")
+    scale = ranges.get(prompt) if isinstance(ranges, Mapping) else None
+    source = None
+    if scale is None:
+        scale, source = meta.get("score_range"), meta.get("score_range_source")
+    if not isinstance(scale, Sequence) or isinstance(scale, str) or len(scale) < 2:
+        return None
+    if source is None and len(scale) > 2:
+        source = scale[2]
+    return scale[0], scale[1], str(source or "")
+
+
+def _scale_text(meta: Mapping[str, Any], prompt: str) -> str | None:
+    scale = _scale(meta, prompt)
+    if scale is None:
+        return None
+    lo, hi, source = scale
+    how = {
+        "declared": "declared",
+        "inferred": "inferred from the human scores (none was declared)",
+    }.get(source, "")
+    return f"{_text(_score(lo))} to {_text(_score(hi))}" + (f", {how}" if how else "")
+
+
+def _absent_reason(meta: Mapping[str, Any], analysis: str, prompt: str) -> str | None:
+    """The audit's reason why ``analysis`` did not run on ``prompt``, if it gave one."""
+    absent = meta.get("absent_sections")
+    if not isinstance(absent, Mapping) or analysis not in absent:
+        return None
+    reason = absent[analysis]
+    if isinstance(reason, Mapping):
+        reason = reason.get(prompt)
+    # the templates end the sentence
+    return None if reason is None else str(reason).strip().rstrip(".")
+
+
+def _warnings(meta: Mapping[str, Any], prompt: str | None) -> list[str]:
+    """Warnings on distances, for one prompt (None: all, prefixed with their prompt)."""
+    out = []
+    for w in meta.get("warnings") or []:
+        if not isinstance(w, Mapping):
+            continue
+        where = w.get("prompt")
+        message = str(w.get("message", ""))
+        if prompt is None:
+            out.append(f"Prompt {where}: {message}" if where is not None else message)
+        elif where is None or str(where) == prompt:
+            out.append(message)
+    return out
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def _settings_lines(settings: Mapping[str, Any] | None) -> list[str]:
+    rows = []
+    for model, value in (settings or {}).items():
+        if isinstance(value, dict):
+            rows += [
+                f"{model_label(model)} on {representation_label(r)}: {v}"
+                for r, v in value.items()
+            ]
+        else:
+            rows.append(f"{model_label(model)}: {value}")
+    return rows
+
+
+def _overview(
+    meta: Mapping[str, Any], prompts: Sequence[str], left_out: list[dict[str, Any]]
+) -> dict[str, Any]:
+    reps = list(meta.get("representations") or [])
+    systems = _systems(meta)
+    multi = len(prompts) > 1
+    lo, hi = meta.get("score_min"), meta.get("score_max")
+
+    def listing(values: Iterable[object] | None) -> Cell:
+        values = list(values or [])
+        return Cell(", ".join(str(v) for v in values)) if values else _NA
+
+    items: list[tuple[str, Cell | list[str]]] = [
+        ("Essays", _num(meta.get("n_essays"))),
+    ]
+    if multi:
+        items.append(("Prompts", Cell(f"{len(prompts)}: " + ", ".join(prompts))))
+        items.append(("Prompt column", _cell(meta.get("prompt_col"))))
+    items += [
+        (
+            "Score range",
+            Cell(f"{_text(_score(lo))} to {_text(_score(hi))}")
+            if not (_missing(lo) or _missing(hi))
+            else _NA,
+        ),
+    ]
+    if multi:
+        items.append(("Score scale", Cell("per prompt, in the summary below")))
+    else:
+        items.append(("Score scale", _cell(_scale_text(meta, prompts[0]))))
+    items += [
+        ("Essay text column", _cell(meta.get("text_col") or None)),
+        ("Human score column", _cell(meta.get("score_col") or None)),
+        (
+            "Rater columns",
+            listing(meta.get("rater_cols"))
+            if meta.get("rater_cols")
+            else Cell("none given"),
+        ),
+        ("Group column", Cell(str(meta.get("group_col") or "none given"))),
+        ("Prompt given", Cell("yes" if meta.get("prompt_given") else "no")),
+        ("Text representations", listing([representation_label(r) for r in reps])),
+        ("Scoring systems", listing([model_label(m) for m in systems])),
+        ("Model settings", _settings_lines(meta.get("model_settings")) or _NA),
+        ("Cross-validation folds", _num(meta.get("cv"))),
+        ("Random state", Cell(str(meta.get("random_state")))),
+        ("Paraphrases", Cell(str(meta.get("paraphrase_source") or "none"))),
+        ("Sentence-BERT model", Cell(str(meta.get("sbert_model") or "not used"))),
+    ]
+    trained = [m for m, info in systems.items() if info["kind"] == "trained"]
+    combos = None
+    if reps and trained:
+        combos = (
+            f"{len(reps) * len(trained)} combinations of representation and trained "
+            f"model were evaluated ({len(reps)} × {len(trained)}); their predictions "
+            "are out-of-fold."
+        )
+    others = [m for m, info in systems.items() if info["kind"] != "trained"]
+    if others and reps:
+        combos = (combos + " " if combos else "") + (
+            f"The scores of {len(others)} given or fitted system(s) were audited under "
+            f"every representation ({len(reps)})."
+        )
+    system_table = None
+    if systems:
+        system_table = _table(
+            ["System", "Kind", "Description"],
+            [
+                [
+                    _mod(name),
+                    _KIND_LABELS.get(info["kind"], info["kind"] or "—"),
+                    info["description"] or _NA,
+                ]
+                for name, info in systems.items()
+            ],
+            caption="Scoring systems audited",
+        )
+    features = list(meta.get("features") or [])
+    feature_text = None
+    if features:
+        ordered = sorted(features, key=lambda f: feature_number(f, features))
+        feature_text = "; ".join(
+            f"{feature_number(f, features)}. {feature_label(f)} ({f})" for f in ordered
+        )
+    omitted = []
+    for item in meta.get("omitted_features") or []:
+        if isinstance(item, Mapping):
+            omitted.append(
+                {
+                    "name": str(item.get("feature", "?")),
+                    "reason": str(item.get("reason", "no reason recorded")),
+                    "code": True,
+                }
+            )
+        else:
+            omitted.append(
+                {"name": str(item), "reason": "no reason recorded", "code": True}
+            )
+    return {
+        "items": [
+            {
+                "label": k,
+                "cell": v if isinstance(v, Cell) else None,
+                "lines": v if isinstance(v, list) else [],
+            }
+            for k, v in items
+        ],  # fmt: skip
+        "combos": combos,
+        "systems": system_table,
+        "features": feature_text,
+        "left_out": omitted + left_out,
+        "warnings": _warnings(meta, None),
+        "notes": [str(n) for n in meta.get("notes") or []],
+    }
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _wide(
+    table: pd.DataFrame,
+    value: str,
+    fmt: Callable[[Any], Cell],
+    prompts: Sequence[str],
+    meta: Mapping[str, Any],
+    *,
+    pooled_label: str,
+    caption: str,
+    series: str = "system",
+    extra: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """Prompts as rows (then the pooled row), (representation, system) as columns."""
+    reps = _ordered(
+        table["representation"].astype(str), ["", *(meta.get("representations") or [])]
+    )
+    systems = _system_order(meta)
+    columns = []
+    for r in reps:
+        sub = table[table["representation"].astype(str) == r]
+        columns += [(r, s) for s in _ordered(sub[series], systems, last=("human",))]
+    cells = {
+        (str(t["prompt"]), str(t["representation"]), str(t[series])): t
+        for t in table.to_dict("records")
+    }
+    top = [_th("Prompt", rowspan=2)]
+    if extra:
+        top.append(_th(extra[1], rowspan=2, cls="num"))
+    for r in reps:
+        span = sum(1 for c in columns if c[0] == r)
+        top.append(_th(_text(_rep(r)), colspan=span, scope="colgroup"))
+    second = [_th(model_label(s), cls="num") for _, s in columns]
+    rows, classes = [], []
+    for p in [*prompts, POOLED]:
+        found = [cells.get((p, r, s)) for r, s in columns]
+        if p == POOLED and not any(found):
+            continue
+        row: list[object] = [Cell(pooled_label, "em") if p == POOLED else p]
+        if extra:
+            counts = [cells[k][extra[0]] for k in cells if k[0] == p]
+            row.append(_num(counts[0]) if counts else _NA)
+        row += [fmt(t[value]) if t else _NA for t in found]
+        rows.append(row)
+        classes.append("pooled" if p == POOLED else None)
+    return _table(
+        None,
+        rows,
+        header_rows=[top, second],
+        caption=caption,
+        row_classes=classes,
+    )
+
+
+def _summary(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompts: Sequence[str]
+) -> dict[str, Any]:
+    sizes: dict[str, Any] = {}
+    by_prompt = meta.get("n_essays_by_prompt")
+    if isinstance(by_prompt, Mapping):
+        sizes = {str(k): v for k, v in by_prompt.items()}
+    elif _present(tables, "agreement") and "prompt" in tables["agreement"]:
+        agreement = tables["agreement"]
+        for p in prompts:
+            n = agreement.loc[agreement["prompt"].astype(str) == p, "n"]
+            sizes[p] = n.max() if len(n) else None
+    scales = []
+    for p in prompts:
+        scale = _scale(meta, p)
+        lo, hi, source = scale if scale else (None, None, "")
+        how = {"declared": "declared", "inferred": "inferred from the human scores"}
+        scales.append(
+            [p, _num(sizes.get(p)), _score(lo), _score(hi), how.get(source, source or None)]
+        )
+    out: dict[str, Any] = {
+        "scales": _table(
+            ["Prompt", "Essays", "Lowest score", "Highest score", "Scale"],
+            scales,
+            caption="Prompts and their score scales",
+        ),
+        "agreement": None,
+        "lipschitz": None,
+        "grading": None,
+    }
+    if _present(tables, "agreement"):
+        agreement = tables["agreement"]
+        _check_table(agreement, "agreement", ["prompt", "representation", "system", "qwk"])
+        out["agreement"] = _wide(
+            agreement,
+            "qwk",
+            _num,
+            prompts,
+            meta,
+            pooled_label="Pooled (Fisher-z mean)",
+            caption="QWK with the human score per prompt, on each prompt's scale; pooled: "
+            "the mean over prompts on Fisher's z scale, each prompt weighted equally",
+        )
+    if _present(tables, "lipschitz"):
+        lipschitz = tables["lipschitz"]
+        _check_table(
+            lipschitz,
+            "lipschitz",
+            ["prompt", "representation", "system", "lipschitz_minmax", "n_pairs"],
+        )
+        out["lipschitz"] = _wide(
+            lipschitz,
+            "lipschitz_minmax",
+            _pct,
+            prompts,
+            meta,
+            pooled_label="Pooled (pair-weighted)",
+            caption="Essay pairs satisfying the Lipschitz condition (min–max "
+            "normalisation), % of the pairs within each prompt; pooled: all prompts' "
+            "satisfied pairs over all their pairs. Pairs never cross prompts.",
+            extra=("n_pairs", "Pairs"),
+        )
+    if _present(tables, "grading"):
+        grading = tables["grading"]
+        _check_table(grading, "grading", ["prompt", "representation", "system", "wrmse"])
+        out["grading"] = _wide(
+            grading,
+            "wrmse",
+            _num,
+            prompts,
+            meta,
+            pooled_label="All questions",
+            caption="Weighted RMSE of the grades (scaled to 0–1) per question set; "
+            "lower is better",
+        )
+    return out
 
 
 # --------------------------------------------------------------------------- sections
 
 
-def _settings(settings: Mapping[str, Any] | None) -> str:
-    if not settings:
-        return _MISSING
-    rows = []
-    for model, value in settings.items():
-        if isinstance(value, dict):
-            rows += [f"{_mod(model)} on {_rep(r)}: {v}" for r, v in value.items()]
-        else:
-            rows.append(f"{_mod(model)}: {value}")
-    return _join(_tag("div", _tag("code", row)) for row in rows)
-
-
-def _scale(meta: Mapping[str, Any]) -> str:
-    scale = meta.get("score_range")
-    if not isinstance(scale, Sequence) or len(scale) != 2:
-        return _MISSING
-    how = {
-        "declared": "declared",
-        "inferred": "inferred from the human scores (none was declared)",
-    }.get(str(meta.get("score_range_source")), "")
-    return f"{_score(scale[0])} to {_score(scale[1])}" + (f", {how}" if how else "")
-
-
-def _section_overview(
-    tables: Mapping[str, pd.DataFrame],
-    meta: Mapping[str, Any],
-    unavailable: Sequence[tuple[str, str]],
-) -> _Markup:
-    reps = meta.get("representations") or []
-    mods = meta.get("models") or []
-    n = meta.get("n_essays")
-    lo, hi = meta.get("score_min"), meta.get("score_max")
-
-    def listing(values: Iterable[object] | None) -> str:
-        if not values:
-            return _MISSING
-        return ", ".join(str(v) for v in values)
-
-    items = [
-        ("Essays", _num(n) if n is not None else _MISSING),
-        (
-            "Score range",
-            f"{_score(lo)} to {_score(hi)}"
-            if not (_missing(lo) or _missing(hi))
-            else _MISSING,
-        ),
-        ("Score scale", _scale(meta)),
-        ("Essay text column", meta.get("text_col") or _MISSING),
-        ("Human score column", meta.get("score_col") or _MISSING),
-        (
-            "Rater columns",
-            listing(meta.get("rater_cols")) if meta.get("rater_cols") else "none given",
-        ),
-        ("Group column", meta.get("group_col") or "none given"),
-        ("Prompt given", "yes" if meta.get("prompt_given") else "no"),
-        ("Text representations", listing([_rep(r) for r in reps])),
-        ("Scoring models", listing([_mod(m) for m in mods])),
-        ("Model settings", _settings(meta.get("model_settings"))),
-        (
-            "Cross-validation folds",
-            _num(meta.get("cv")) if meta.get("cv") is not None else _MISSING,
-        ),
-        ("Random state", str(meta.get("random_state"))),
-        ("Paraphrases", meta.get("paraphrase_source") or "none"),
-        ("Sentence-BERT model", meta.get("sbert_model") or "not used"),
-    ]
-    dl = _tag(
-        "dl", _join(_join([_tag("dt", k), _tag("dd", v)]) for k, v in items), class_="meta"
-    )
-
-    out = [_tag("h3", "Data and what was run"), dl]
-    if reps and mods:
-        out.append(
-            _tag(
-                "p",
-                f"{len(reps) * len(mods)} combinations of representation and model were "
-                f"evaluated ({len(reps)} × {len(mods)}); predictions are out-of-fold.",
-            )
-        )
-
-    features = list(meta.get("features") or [])
-    if features:
-        ordered = sorted(features, key=lambda f: feature_number(f, features))
-        out.append(_tag("h3", "Interpretable features used"))
-        out.append(
-            _tag(
-                "p",
-                _join(
-                    [
-                        "Numbered as in the paper's Table 1: ",
-                        "; ".join(
-                            f"{feature_number(f, features)}. {feature_label(f)} ({f})"
-                            for f in ordered
-                        ),
-                        ".",
-                    ]
-                ),
-            )
-        )
-
-    left_out = []
-    for item in meta.get("omitted_features") or []:
-        if isinstance(item, Mapping):
-            feature, reason = (
-                item.get("feature", "?"),
-                item.get("reason", "no reason recorded"),
-            )
-        else:
-            feature, reason = item, "no reason recorded"
-        left_out.append(_tag("li", _join([_tag("code", feature), " — ", str(reason)])))
-    for title, why in unavailable:
-        left_out.append(_tag("li", _join([_tag("b", title), " — ", why])))
-    out.append(_tag("h3", "What was left out, and why"))
-    if left_out:
-        out.append(_tag("ul", _join(left_out), class_="omitted"))
-    else:
-        out.append(_tag("p", "Nothing: every feature and every analysis was run."))
-
-    out += _representation_warnings(meta)
-    notes = [str(n) for n in meta.get("notes") or []]
-    if notes:
-        out.append(_tag("h3", "Notes"))
-        out.append(_tag("ul", _join(_tag("li", n) for n in notes), class_="notes"))
-    out.append(
-        _tag(
-            "p",
-            "Per-essay features and out-of-fold predictions are not shown here; they are in "
-            "the results' JSON and CSV tables.",
-            class_="note",
-        )
-    )
-    return _join(out)
-
-
-def _section_agreement(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
-    out = [
-        _tag(
-            "p",
-            f"Acceptance thresholds (Williamson, Xi and Breyer, 2012): QWK ≥ {_QWK_MIN:.2f}; "
-            f"degradation from human–human QWK ≤ {_DEGRADATION_MAX:.2f}; |SMD| ≤ {_SMD_MAX:.2f}. "
-            "✓ meets, ✗ fails.",
-        )
-    ]
+def _agreement(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"scale": _scale_text(meta, prompt), "main": None}
     if not _present(tables, "agreement"):
-        return _join([*out, _tag("p", "Not available in this run (see the overview).")])
+        return out
     table = tables["agreement"]
     _check_table(
         table,
         "agreement",
         [
-            "representation", "model", "n", "qwk", "qwk_truncated", "human_human_qwk",
+            "representation", "system", "n", "qwk", "qwk_truncated", "human_human_qwk",
             "degradation", "smd", "abs_smd_paper", "exact_agreement", "adjacent_agreement",
             "pearson_r", "qwk_ok", "degradation_ok", "smd_ok", "acceptable",
         ],
     )  # fmt: skip
-    with_raters = not all(_missing(v) for v in table["human_human_qwk"])
-    headers = ["Representation", "Model", "n", "QWK", f"QWK ≥ {_QWK_MIN:.2f}"]
-    if with_raters:
-        headers += [
-            "Human–human QWK",
-            "Degradation",
-            f"Degradation ≤ {_DEGRADATION_MAX:.2f}",
-        ]
-    headers += ["SMD (machine − human)", f"|SMD| ≤ {_SMD_MAX:.2f}", "Acceptable"]
-    rows, flags = [], {4}
-    for r in table.itertuples(index=False):
-        row = [
-            _rep(r.representation),
-            _mod(r.model),
-            _num(r.n),
-            _num(r.qwk),
-            _flag(r.qwk_ok),
-        ]
-        if with_raters:
-            row += [_num(r.human_human_qwk), _num(r.degradation), _flag(r.degradation_ok)]
-        row += [_num(r.smd), _flag(r.smd_ok), _flag(r.acceptable)]
-        rows.append(row)
-    flags = {4, len(headers) - 2, len(headers) - 1} | ({7} if with_raters else set())
-    out.append(
-        _table(
-            headers,
-            rows,
-            caption="Agreement with the human score (cf. the paper's Table 2)",
-            flags=flags,
-        )
-    )
-    if not with_raters:
-        out.append(
-            _tag(
-                "p",
-                "No rater columns were given, so the agreement of two human raters and the "
-                "degradation from it could not be computed.",
-                class_="note",
-            )
-        )
-    further = [
-        [
-            _rep(r.representation),
-            _mod(r.model),
-            _num(r.qwk_truncated),
-            _num(r.abs_smd_paper),
-            _num(r.exact_agreement),
-            _num(r.adjacent_agreement),
-            _num(r.pearson_r),
-        ]
-        for r in table.itertuples(index=False)
+    records = table.to_dict("records")
+    systems = _systems(meta)
+    with_raters = not all(_missing(r["human_human_qwk"]) for r in records)
+    outside = [
+        float(r["n_outside_scale"])
+        for r in records
+        if not _missing(r.get("n_outside_scale"))
     ]
-    out.append(
-        _table(
-            [
-                "Representation",
-                "Model",
-                "QWK, truncated predictions (paper's code)",
-                "|SMD|, paper's formula",
-                "Exact agreement",
-                "Adjacent agreement (±1)",
-                "Pearson r",
-            ],
-            further,
-            caption="Further agreement statistics",
-        )
+    with_outside = any(v > 0 for v in outside)
+    th = _THRESHOLDS
+    headers = ["Representation", "System", "Kind", "n"]
+    if with_outside:
+        headers.append("Outside the scale")
+    headers += ["QWK", f"QWK ≥ {th['qwk']}"]
+    flags = {len(headers) - 1}
+    if with_raters:
+        headers += ["Human–human QWK", "Degradation", f"Degradation ≤ {th['degradation']}"]
+        flags.add(len(headers) - 1)
+    headers += ["SMD (machine − human)", f"|SMD| ≤ {th['smd']}", "Acceptable"]
+    flags |= {len(headers) - 2, len(headers) - 1}
+    rows = []
+    for r in records:
+        kind = r.get("kind")
+        if _missing(kind):
+            kind = systems.get(str(r["system"]), {}).get("kind")
+        row = [
+            _rep(r["representation"]),
+            _mod(r["system"]),
+            _KIND_LABELS.get(str(kind), kind).split(",")[0] if kind else _NA,
+            _num(r["n"]),
+        ]
+        if with_outside:
+            row.append(_num(r.get("n_outside_scale")))
+        row += [_num(r["qwk"]), _flag(r["qwk_ok"])]
+        if with_raters:
+            row += [_num(r["human_human_qwk"]), _num(r["degradation"])]
+            row.append(_flag(r["degradation_ok"]))
+        row += [_num(r["smd"]), _flag(r["smd_ok"]), _flag(r["acceptable"])]
+        rows.append(row)
+    out["main"] = _table(
+        headers,
+        rows,
+        caption="Agreement with the human score (cf. the paper's Table 2)",
+        flags=flags,
     )
+    out["with_raters"] = with_raters
+    out["n_outside"] = int(sum(outside)) if with_outside else 0
+    out["further"] = _table(
+        [
+            "Representation",
+            "System",
+            "QWK, truncated predictions (paper's code)",
+            "|SMD|, paper's formula",
+            "Exact agreement",
+            "Adjacent agreement (±1)",
+            "Pearson r",
+        ],
+        [
+            [
+                _rep(r["representation"]),
+                _mod(r["system"]),
+                _num(r["qwk_truncated"]),
+                _num(r["abs_smd_paper"]),
+                _num(r["exact_agreement"]),
+                _num(r["adjacent_agreement"]),
+                _num(r["pearson_r"]),
+            ]
+            for r in records
+        ],
+        caption="Further agreement statistics",
+    )
+    out["human"] = None
     if _present(tables, "human_agreement"):
         human = tables["human_agreement"]
         _check_table(
@@ -687,66 +862,47 @@ def _section_agreement(
             "human_agreement",
             ["rater1", "rater2", "qwk", "exact_agreement", "adjacent_agreement", "n"],
         )
-        out.append(
-            _table(
+        out["human"] = _table(
+            [
+                "Rater 1",
+                "Rater 2",
+                "n",
+                "QWK",
+                "Exact agreement",
+                "Adjacent agreement (±1)",
+            ],
+            [
                 [
-                    "Rater 1",
-                    "Rater 2",
-                    "n",
-                    "QWK",
-                    "Exact agreement",
-                    "Adjacent agreement (±1)",
-                ],
-                [
-                    [
-                        h.rater1,
-                        h.rater2,
-                        _num(h.n),
-                        _num(h.qwk),
-                        _num(h.exact_agreement),
-                        _num(h.adjacent_agreement),
-                    ]
-                    for h in human.itertuples(index=False)
-                ],
-                caption="Agreement between the two human raters",
-            )
+                    h["rater1"],
+                    h["rater2"],
+                    _num(h["n"]),
+                    _num(h["qwk"]),
+                    _num(h["exact_agreement"]),
+                    _num(h["adjacent_agreement"]),
+                ]
+                for h in human.to_dict("records")
+            ],
+            caption="Agreement between the two human raters",
         )
-    return _join(out)
+    return out
 
 
-def _essay_box(
-    label: str, essay_id: object, row: object, score: object, text: object
-) -> _Markup:
-    head = _join(
-        [
-            _tag("b", label),
-            f" · id {essay_id}",
-            f" · row {_num(row)}" if not _missing(row) else "",
-            f" · human score {_score(score)}" if not _missing(score) else "",
-        ]
-    )
-    return _tag(
-        "div",
-        _join([_tag("div", head, class_="head"), _tag("div", str(text), class_="text")]),
-        class_="essay",
-    )
+def _essay(label: str, essay_id: object, row: object, score: object, text: object) -> dict:
+    head = f"{label}"
+    details = [f"id {essay_id}"]
+    if not _missing(row):
+        details.append(f"row {_text(_num(row))}")
+    if not _missing(score):
+        details.append(f"human score {_text(_score(score))}")
+    return {"label": head, "details": " · ".join([""] + details), "text": str(text)}
 
 
-def _section_extreme(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
-    out = [
-        figure(
-            "extreme_pairs",
-            "Nearest and farthest essay pair per representation: normalised interpretable "
-            "features of essay A and essay B (cf. the paper's Figure 1).",
-            "Bar charts, one row per text representation: for the nearest and the farthest "
-            "essay pair, each interpretable feature of essay A beside essay B.",
-        )
-    ]
+def _extremes(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"reps": [], "profile": _present(tables, "feature_profile")}
     if not _present(tables, "extreme_pairs"):
-        out.append(_tag("p", "No extreme pairs are available in this run."))
-        return _join(out)
+        return out
     pairs = tables["extreme_pairs"]
     _check_table(
         pairs,
@@ -756,91 +912,56 @@ def _section_extreme(
             "text_a", "text_b", "score_a", "score_b",
         ],
     )  # fmt: skip
-    reps = _ordered(pairs["representation"], meta.get("representations") or ())
-    for rep in reps:
+    for rep in _ordered(pairs["representation"], meta.get("representations") or ()):
         sub = pairs[pairs["representation"].astype(str) == rep]
-        out.append(_tag("h3", _rep(rep)))
+        ends = []
         for which in ("nearest", "farthest"):
             part = sub[sub["which"].astype(str) == which].sort_values("rank")
             if part.empty:
                 continue
-            top = next(part.itertuples(index=False))
-            out.append(
-                _tag(
-                    "h4",
-                    f"{which.capitalize()} pair: essays {top.id_a} and {top.id_b} "
-                    f"(cosine distance {_num(top.distance)})",
-                )
-            )
-            out.append(
-                _tag(
-                    "div",
-                    _join(
-                        [
-                            _essay_box(
-                                "Essay A", top.id_a, top.row_a, top.score_a, top.text_a
-                            ),
-                            _essay_box(
-                                "Essay B", top.id_b, top.row_b, top.score_b, top.text_b
-                            ),
-                        ]
+            top = part.to_dict("records")[0]
+            ends.append(
+                {
+                    "heading": f"{which.capitalize()} pair: essays {top['id_a']} and "
+                    f"{top['id_b']} (cosine distance {_text(_num(top['distance']))})",
+                    "a": _essay(
+                        "Essay A", top["id_a"], top["row_a"], top["score_a"], top["text_a"]
                     ),
-                    class_="pair",
-                )
+                    "b": _essay(
+                        "Essay B", top["id_b"], top["row_b"], top["score_b"], top["text_b"]
+                    ),
+                }
             )
+        listing = None
         if len(sub) > 2:
-            out.append(
-                _table(
-                    ["End", "Rank", "Essay A", "Essay B", "Distance", "Score A", "Score B"],
+            ordered = sub.sort_values(["which", "rank"], ascending=[False, True])
+            listing = _table(
+                ["End", "Rank", "Essay A", "Essay B", "Distance", "Score A", "Score B"],
+                [
                     [
-                        [
-                            p.which,
-                            _num(p.rank),
-                            p.id_a,
-                            p.id_b,
-                            _num(p.distance),
-                            _score(p.score_a),
-                            _score(p.score_b),
-                        ]
-                        for p in sub.sort_values(
-                            ["which", "rank"], ascending=[False, True]
-                        ).itertuples(index=False)
-                    ],
-                    caption=f"All extreme pairs found for {_rep(rep)}",
-                )
+                        p["which"],
+                        _num(p["rank"]),
+                        p["id_a"],
+                        p["id_b"],
+                        _num(p["distance"]),
+                        _score(p["score_a"]),
+                        _score(p["score_b"]),
+                    ]
+                    for p in ordered.to_dict("records")
+                ],
+                caption=f"All extreme pairs found for {representation_label(rep)}",
             )
-    return _join(out)
-
-
-def _section_profile(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
-    out = [
-        figure(
-            "feature_profile",
-            "Mean absolute difference of each normalised interpretable feature within "
-            "the nearest, medium and farthest pairs, per representation (cf. the paper's "
-            "Figure 2).",
-            "Grouped bar charts, one per text representation: for each interpretable "
-            "feature, the mean feature difference of nearest, medium and farthest pairs.",
+        out["reps"].append(
+            {"label": representation_label(rep), "ends": ends, "listing": listing}
         )
-    ]
-    if not _present(tables, "feature_profile"):
-        out.append(_tag("p", "Not available in this run (see the overview)."))
-    return _join(out)
+    return out
 
 
-def _section_paraphrase(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
+def _paraphrase(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
     if not _present(tables, "paraphrase"):
-        source = meta.get("paraphrase_source")
-        why = (
-            "no paraphrases were given or generated"
-            if not source
-            else "the paraphrase check did not produce results"
-        )
-        return _tag("p", f"Not run: {why}.")
+        return {"table": None, "source": meta.get("paraphrase_source")}
     table = tables["paraphrase"]
     _check_table(
         table,
@@ -852,559 +973,382 @@ def _section_paraphrase(
     )  # fmt: skip
     rows = [
         [
-            _rep(p.representation),
-            _mean_sd(p.ndcg_at_10, p.ndcg_at_10_std),
-            _mean_sd(p.spearman, p.spearman_std),
-            _mean_sd(p.ndcg, p.ndcg_std),
-            _num(p.n_samples),
-            p.source,
+            _rep(p["representation"]),
+            _mean_sd(p["ndcg_at_10"], p["ndcg_at_10_std"]),
+            _mean_sd(p["spearman"], p["spearman_std"]),
+            _mean_sd(p["ndcg"], p["ndcg_std"]),
+            _num(p["n_samples"]),
+            p["source"],
         ]
-        for p in table.itertuples(index=False)
+        for p in table.to_dict("records")
     ]
-    return _join(
-        [
-            _table(
-                [
-                    "Representation",
-                    "NDCG@10 (mean ± SD)",
-                    "Spearman's rho (mean ± SD)",
-                    "NDCG, full list (mean ± SD)",
-                    "Essays sampled",
-                    "Paraphrases from",
-                ],
-                rows,
-                caption="Similarity ranking of originals vs. paraphrases",
-            ),
-            _tag("div", _join([_tag("b", "Caution. "), _NDCG_WARNING]), class_="warning"),
-        ]
-    )
+    return {
+        "table": _table(
+            [
+                "Representation",
+                "NDCG@10 (mean ± SD)",
+                "Spearman's rho (mean ± SD)",
+                "NDCG, full list (mean ± SD)",
+                "Essays sampled",
+                "Paraphrases from",
+            ],
+            rows,
+            caption="Similarity ranking of originals vs. paraphrases",
+        ),
+        "source": meta.get("paraphrase_source"),
+    }
 
 
-def _representation_warnings(meta: Mapping[str, Any]) -> list[_Markup]:
-    """One visible warning per representation whose distances are mostly one value."""
-    return [
-        _tag(
-            "div",
-            _join([_tag("b", "Warning. "), str(w.get("message", ""))]),
-            class_="warning",
-        )
-        for w in meta.get("warnings") or []
-        if isinstance(w, Mapping)
-    ]
-
-
-def _section_lipschitz(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
-    # the numbers below are only as meaningful as the distances they rest on
-    out = _representation_warnings(meta)
+def _lipschitz(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    reps_pref = meta.get("representations") or ()
+    systems = _system_order(meta)
+    out: dict[str, Any] = {
+        "warnings": _warnings(meta, prompt),
+        "table": None,
+        "bins": None,
+        "trend": None,
+        "curves": _present(tables, "score_distance") or _present(tables, "trend"),
+    }
     if _present(tables, "lipschitz"):
         table = tables["lipschitz"]
         _check_table(
             table,
             "lipschitz",
-            ["representation", "model", "lipschitz_minmax", "lipschitz_max", "n_pairs"],
+            ["representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs"],
         )
-        reps = _ordered(table["representation"], meta.get("representations") or ())
-        mods = _ordered(table["model"], meta.get("models") or (), last=("human",))
+        reps = _ordered(table["representation"], reps_pref)
+        mods = _ordered(table["system"], systems, last=("human",))
         cells = {
-            (str(t.representation), str(t.model)): t for t in table.itertuples(index=False)
+            (str(t["representation"]), str(t["system"])): t
+            for t in table.to_dict("records")
         }
-        top = _join(
-            [
-                _tag("th", "Representation", rowspan=2, scope="col"),
-                _tag("th", "Pairs", rowspan=2, scope="col", class_="num"),
+        top = [_th("Representation", rowspan=2), _th("Pairs", rowspan=2, cls="num")]
+        top += [_th(model_label(m), colspan=2, scope="colgroup") for m in mods]
+        second = []
+        for _ in mods:
+            second += [
+                _th("min–max", cls="num", scope=None),
+                _th("max", cls="num", scope=None),
             ]
-            + [_tag("th", _mod(m), colspan=2, scope="colgroup") for m in mods]
-        )
-        second = _join(
-            _join([_tag("th", "min–max", class_="num"), _tag("th", "max", class_="num")])
-            for _ in mods
-        )
         rows = []
         for r in reps:
-            pairs = next(
-                (cells[(r, m)].n_pairs for m in mods if (r, m) in cells), float("nan")
-            )
-            row = [_rep(r), _num(pairs)]
+            pairs = next((cells[(r, m)]["n_pairs"] for m in mods if (r, m) in cells), None)
+            row: list[object] = [_rep(r), _num(pairs)]
             for m in mods:
                 t = cells.get((r, m))
                 row += (
-                    [_pct(t.lipschitz_minmax), _pct(t.lipschitz_max)]
+                    [_pct(t["lipschitz_minmax"]), _pct(t["lipschitz_max"])]
                     if t
-                    else [_MISSING] * 2
+                    else [_NA, _NA]
                 )
             rows.append(row)
-        out.append(
-            _table(
-                None,
-                rows,
-                header_rows=[_tag("tr", top), _tag("tr", second)],
-                caption="Essay pairs satisfying the Lipschitz condition, % of all pairs "
-                "(min–max / max normalisation; cf. the paper's Table 3)",
-            )
+        out["table"] = _table(
+            None,
+            rows,
+            header_rows=[top, second],
+            caption="Essay pairs satisfying the Lipschitz condition, % of all pairs "
+            "(min–max / max normalisation; cf. the paper's Table 3)",
         )
-    else:
-        out.append(_tag("p", "Not available in this run (see the overview)."))
-    out.append(
-        figure(
-            "lipschitz",
-            "Share of essay pairs whose score difference is at most their distance, per "
-            "representation and model, human scores included.",
-            "Grouped bar charts of the percentage of essay pairs meeting the Lipschitz "
-            "condition, one bar per model, for min-max and for max normalisation.",
-        )
-    )
-    out.append(
-        figure(
-            "distance_distribution",
-            "Distribution of normalised essay distances (grey) and of normalised score "
-            "differences per model (lines), per representation (cf. the paper's Figure 4). "
-            "The more a model's curve lies to the left of the grey area, the more pairs meet "
-            "the condition.",
-            "Density plots per text representation: essay distances as a grey area and "
-            "each model's score differences as a line.",
-        )
-    )
-    return _join(out)
-
-
-def _section_score_distance(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
-    out = [
-        figure(
-            "score_distance_5",
-            "Mean absolute score difference of essay pairs in 5 equal-size distance bins, "
-            "±1 standard error (cf. the paper's Figure 5).",
-            "Line charts per text representation: mean score difference for 5 distance "
-            "bins from nearest to farthest pairs, one line per model and for human scores.",
-        ),
-        figure(
-            "score_distance_100",
-            "The same with 100 distance bins (cf. the paper's Figure 6).",
-            "Line charts per text representation: mean score difference for 100 distance "
-            "bins, one line per model and for human scores.",
-        ),
-    ]
-    reps_pref = meta.get("representations") or ()
-    mods_pref = meta.get("models") or ()
     if _present(tables, "score_distance"):
         table = tables["score_distance"]
         _check_table(
             table,
             "score_distance",
-            ["representation", "model", "n_bins", "bin", "n_pairs", "mean_abs_diff", "se"],
+            ["representation", "system", "n_bins", "bin", "n_pairs", "mean_abs_diff", "se"],
         )
         five = table[table["n_bins"].astype(int) == 5]
         if len(five):
-            rows = []
+            bin_rows: list[list[Cell]] = []
             for r in _ordered(five["representation"], reps_pref):
                 sub = five[five["representation"].astype(str) == r]
-                for m in _ordered(sub["model"], mods_pref, last=("human",)):
-                    part = sub[sub["model"].astype(str) == m].sort_values("bin")
-                    rows.append(
+                for m in _ordered(sub["system"], systems, last=("human",)):
+                    part = sub[sub["system"].astype(str) == m].sort_values("bin")
+                    bin_rows.append(
                         [_rep(r), _mod(m)]
                         + [
                             _mean_sd(v, s)
                             for v, s in zip(part["mean_abs_diff"], part["se"])
                         ]
                     )
-            width = max(len(row) for row in rows) - 2
-            headers = ["Representation", "Model"] + [
+            width = max(len(row) for row in bin_rows) - 2
+            headers = ["Representation", "System"] + [
                 f"Bin {b}"
                 + (" (nearest)" if b == 1 else " (farthest)" if b == width else "")
                 for b in range(1, width + 1)
             ]
-            out.append(
-                _table(
-                    headers,
-                    rows,
-                    caption="Mean |Δscore| per distance bin (± standard error), 5 bins",
-                )
+            out["bins"] = _table(
+                headers,
+                bin_rows,
+                caption="Mean |Δscore| per distance bin (± standard error), 5 bins",
             )
     if _present(tables, "trend"):
         trend = tables["trend"]
         _check_table(
             trend,
             "trend",
-            ["representation", "model", "n_bins", "spearman_rho", "spearman_pvalue"],
+            ["representation", "system", "n_bins", "spearman_rho", "spearman_pvalue"],
         )
         bins = sorted(set(int(b) for b in trend["n_bins"]))
-        cells = {
-            # pandas-stubs types a row's fields as any scalar; n_bins holds ints
-            (str(t.representation), str(t.model), int(cast(SupportsInt, t.n_bins))): t
-            for t in trend.itertuples(index=False)
+        trends = {
+            (str(t["representation"]), str(t["system"]), int(t["n_bins"])): t
+            for t in trend.to_dict("records")
         }
-        headers = ["Representation", "Model"]
+        headers = ["Representation", "System"]
         for b in bins:
             headers += [f"Spearman's rho, {b} bins", f"p-value, {b} bins"]
         rows = []
         for r in _ordered(trend["representation"], reps_pref):
             sub = trend[trend["representation"].astype(str) == r]
-            for m in _ordered(sub["model"], mods_pref, last=("human",)):
+            for m in _ordered(sub["system"], systems, last=("human",)):
                 row = [_rep(r), _mod(m)]
                 for b in bins:
-                    t = cells.get((r, m, b))
+                    t = trends.get((r, m, b))
                     row += (
-                        [_num(t.spearman_rho), _pvalue(t.spearman_pvalue)]
+                        [_num(t["spearman_rho"]), _pvalue(t["spearman_pvalue"])]
                         if t
-                        else [_MISSING, _MISSING]
+                        else [_NA, _NA]
                     )
                 rows.append(row)
-        out.append(
-            _table(
-                headers,
-                rows,
-                caption="Trend: rank correlation between distance bin and mean |Δscore|",
-            )
+        out["trend"] = _table(
+            headers,
+            rows,
+            caption="Trend: rank correlation between distance bin and mean |Δscore|",
         )
-    if not (_present(tables, "score_distance") or _present(tables, "trend")):
-        out.append(_tag("p", "Not available in this run (see the overview)."))
-    return _join(out)
-
-
-#: The group view's tables; the section appears when any of them is present.
-_GROUP_TABLES = (
-    "group_agreement",
-    "group_fairness",
-    "group_fairness_coefficients",
-    "group_lipschitz",
-)
-_ANALYSES = (("osa", "OSA"), ("osd", "OSD"), ("csd", "CSD"))
-
-
-def _group(label: object) -> str:
-    return _tag("i", "All essays") if str(label) == "all" else str(label)
-
-
-def _by_model(
-    table: pd.DataFrame, meta: Mapping[str, Any], *, human: bool = False
-) -> list[tuple[str, str, pd.DataFrame]]:
-    """(representation, model, rows) in the report's order."""
-    reps = _ordered(table["representation"], meta.get("representations") or ())
-    out = []
-    for r in reps:
-        sub = table[table["representation"].astype(str) == r]
-        last = ("human",) if human else ()
-        for m in _ordered(sub["model"], meta.get("models") or (), last=last):
-            out.append((r, m, sub[sub["model"].astype(str) == m]))
     return out
 
 
-def _group_agreement_table(
-    table: pd.DataFrame, meta: Mapping[str, Any], caption: str
-) -> _Markup:
-    _check_table(
-        table,
-        "group_agreement",
-        [
-            "representation", "model", "group", "n", "human_mean", "human_sd",
-            "machine_mean", "machine_sd", "qwk", "smd", "dsm", "qwk_ok", "smd_ok",
-            "dsm_ok",
-        ],
-    )  # fmt: skip
-    headers = [
-        "Representation", "Model", "Group", "n", "Human score (mean ± SD)",
-        "Machine score (mean ± SD)", "QWK", f"QWK ≥ {_QWK_MIN:.2f}",
-        "SMD (machine − human)", f"|SMD| ≤ {_SMD_MAX:.2f}", "DSM",
-        f"|DSM| ≤ {_DSM_MAX:.2f}",
-    ]  # fmt: skip
-    rows = []
-    for r, m, part in _by_model(table, meta):
-        part = part.assign(_all=part["group"].astype(str) == "all").sort_values(
-            "_all", kind="stable"
-        )
-        for g in part.itertuples(index=False):
-            rows.append(
-                [
-                    _rep(r),
-                    _mod(m),
-                    _group(g.group),
-                    _num(g.n),
-                    _mean_sd(g.human_mean, g.human_sd),
-                    _mean_sd(g.machine_mean, g.machine_sd),
-                    _num(g.qwk),
-                    _flag(g.qwk_ok),
-                    _num(g.smd),
-                    _flag(g.smd_ok),
-                    _num(g.dsm),
-                    _flag(g.dsm_ok),
-                ]
+_FAIRNESS_ANALYSES = (("osa", "OSA"), ("osd", "OSD"), ("csd", "CSD"))
+
+
+def _group_name(label: object) -> Cell:
+    return Cell("All essays", "em") if str(label) == "all" else Cell(str(label))
+
+
+def _by_system(
+    table: pd.DataFrame, meta: Mapping[str, Any], *, human: bool = False
+) -> list[tuple[str, str, pd.DataFrame]]:
+    """(representation, system, rows) in the report's order."""
+    out = []
+    for r in _ordered(table["representation"], meta.get("representations") or ()):
+        sub = table[table["representation"].astype(str) == r]
+        last = ("human",) if human else ()
+        for m in _ordered(sub["system"], _system_order(meta), last=last):
+            out.append((r, m, sub[sub["system"].astype(str) == m]))
+    return out
+
+
+def _groups(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "agreement": None,
+        "fairness": None,
+        "coefficients": None,
+        "lipschitz": None,
+    }
+    th = _THRESHOLDS
+    if _present(tables, "group_agreement"):
+        table = tables["group_agreement"]
+        _check_table(
+            table,
+            "group_agreement",
+            [
+                "representation", "system", "group", "n", "human_mean", "human_sd",
+                "machine_mean", "machine_sd", "qwk", "smd", "dsm", "qwk_ok", "smd_ok",
+                "dsm_ok",
+            ],
+        )  # fmt: skip
+        rows: list[list[object]] = []
+        for r, m, part in _by_system(table, meta):
+            part = part.assign(_all=part["group"].astype(str) == "all").sort_values(
+                "_all", kind="stable"
             )
-    return _table(headers, rows, caption=caption, flags={7, 9, 11})
-
-
-def _group_fairness_table(table: pd.DataFrame, meta: Mapping[str, Any]) -> _Markup:
-    _check_table(
-        table,
-        "group_fairness",
-        ["representation", "model", "metric", "r2_adjusted", "p_value", "base_group"],
-    )
-    top = _join(
-        [
-            _tag("th", "Representation", rowspan=2, scope="col"),
-            _tag("th", "Model", rowspan=2, scope="col"),
-            _tag("th", "Reference group", rowspan=2, scope="col"),
-        ]
-        + [_tag("th", label, colspan=2, scope="colgroup") for _, label in _ANALYSES]
-    )
-    second = _join(
-        _join([_tag("th", "adj. R²", class_="num"), _tag("th", "p", class_="num")])
-        for _ in _ANALYSES
-    )
-    rows = []
-    for r, m, part in _by_model(table, meta):
-        cells = {str(t.metric): t for t in part.itertuples(index=False)}
-        base = next(iter(cells.values())).base_group if cells else _MISSING
-        row = [_rep(r), _mod(m), base]
-        for key, _ in _ANALYSES:
-            t = cells.get(key)
-            row += [_num(t.r2_adjusted), _pvalue(t.p_value)] if t else [_MISSING] * 2
-        rows.append(row)
-    return _table(
-        None,
-        rows,
-        header_rows=[_tag("tr", top), _tag("tr", second)],
-        caption="Fairness analyses (Loukina, Madnani and Zechner 2019; as RSMTool): share "
-        "of the machine's error explained by group membership (adjusted R²) and the "
-        "p-value of its F test. For CSD, the increase over the human score alone.",
-    )
-
-
-def _group_coefficients_table(table: pd.DataFrame, meta: Mapping[str, Any]) -> _Markup:
-    _check_table(
-        table,
-        "group_fairness_coefficients",
-        ["representation", "model", "metric", "group", "term", "estimate", "p_value"],
-    )
-    headers = ["Representation", "Model", "Group"]
-    for _, label in _ANALYSES:
-        headers += [f"{label} estimate", f"{label} p"]
-    rows = []
-    for r, m, part in _by_model(table, meta):
-        cells = {(str(t.metric), str(t.group)): t for t in part.itertuples(index=False)}
-        terms = {str(t.group): str(t.term) for t in part.itertuples(index=False)}
-        for g in dict.fromkeys(str(v) for v in part["group"]):
-            label = f"{g} (reference)" if terms[g] == "intercept" else g
-            row = [_rep(r), _mod(m), label]
-            for key, _ in _ANALYSES:
-                t = cells.get((key, g))
-                row += [_num(t.estimate), _pvalue(t.p_value)] if t else [_MISSING] * 2
+            for g in part.to_dict("records"):
+                rows.append(
+                    [
+                        _rep(r),
+                        _mod(m),
+                        _group_name(g["group"]),
+                        _num(g["n"]),
+                        _mean_sd(g["human_mean"], g["human_sd"]),
+                        _mean_sd(g["machine_mean"], g["machine_sd"]),
+                        _num(g["qwk"]),
+                        _flag(g["qwk_ok"]),
+                        _num(g["smd"]),
+                        _flag(g["smd_ok"]),
+                        _num(g["dsm"]),
+                        _flag(g["dsm_ok"]),
+                    ]
+                )
+        column = f" (column {meta['group_col']})" if meta.get("group_col") else ""
+        out["agreement"] = _table(
+            [
+                "Representation", "System", "Group", "n", "Human score (mean ± SD)",
+                "Machine score (mean ± SD)", "QWK", f"QWK ≥ {th['qwk']}",
+                "SMD (machine − human)", f"|SMD| ≤ {th['smd']}", "DSM",
+                f"|DSM| ≤ {th['dsm']}",
+            ],
+            rows,
+            caption=f"Agreement with the human score by group{column}; DSM against all "
+            "essays, as in RSMTool's report",
+            flags={7, 9, 11},
+        )  # fmt: skip
+    if _present(tables, "group_fairness"):
+        table = tables["group_fairness"]
+        _check_table(
+            table,
+            "group_fairness",
+            ["representation", "system", "metric", "r2_adjusted", "p_value", "base_group"],
+        )
+        top = [_th("Representation", rowspan=2), _th("System", rowspan=2)]
+        top += [_th("Reference group", rowspan=2)]
+        top += [_th(label, colspan=2, scope="colgroup") for _, label in _FAIRNESS_ANALYSES]
+        second = []
+        for _ in _FAIRNESS_ANALYSES:
+            second += [
+                _th("adj. R²", cls="num", scope=None),
+                _th("p", cls="num", scope=None),
+            ]
+        rows = []
+        for r, m, part in _by_system(table, meta):
+            cells = {str(t["metric"]): t for t in part.to_dict("records")}
+            base = next(iter(cells.values()))["base_group"] if cells else None
+            row: list[object] = [_rep(r), _mod(m), _cell(base)]
+            for key, _ in _FAIRNESS_ANALYSES:
+                t = cells.get(key)
+                row += [_num(t["r2_adjusted"]), _pvalue(t["p_value"])] if t else [_NA, _NA]
             rows.append(row)
-    return _table(
-        headers,
-        rows,
-        caption="Coefficients of the fairness analyses: for the reference group its mean "
-        "squared error (OSA) or mean signed error (OSD; CSD at the most frequent human "
-        "score); for every other group its difference from the reference group",
-    )
+        out["fairness"] = _table(
+            None,
+            rows,
+            header_rows=[top, second],
+            caption="Fairness analyses (Loukina, Madnani and Zechner 2019; as RSMTool): "
+            "share of the machine's error explained by group membership (adjusted R²) "
+            "and the p-value of its F test. For CSD, the increase over the human score "
+            "alone.",
+        )
+    if _present(tables, "group_fairness_coefficients"):
+        table = tables["group_fairness_coefficients"]
+        _check_table(
+            table,
+            "group_fairness_coefficients",
+            ["representation", "system", "metric", "group", "term", "estimate", "p_value"],
+        )
+        headers = ["Representation", "System", "Group"]
+        for _, label in _FAIRNESS_ANALYSES:
+            headers += [f"{label} estimate", f"{label} p"]
+        rows = []
+        for r, m, part in _by_system(table, meta):
+            records = part.to_dict("records")
+            estimates = {(str(t["metric"]), str(t["group"])): t for t in records}
+            terms = {str(t["group"]): str(t["term"]) for t in records}
+            for g in dict.fromkeys(str(v) for v in part["group"]):
+                label = f"{g} (reference)" if terms[g] == "intercept" else g
+                row = [_rep(r), _mod(m), label]
+                for key, _ in _FAIRNESS_ANALYSES:
+                    t = estimates.get((key, g))
+                    row += [_num(t["estimate"]), _pvalue(t["p_value"])] if t else [_NA, _NA]
+                rows.append(row)
+        out["coefficients"] = _table(
+            headers,
+            rows,
+            caption="Coefficients of the fairness analyses: for the reference group its "
+            "mean squared error (OSA) or mean signed error (OSD; CSD at the most frequent "
+            "human score); for every other group its difference from the reference group",
+        )
+    if _present(tables, "group_lipschitz"):
+        out["lipschitz"] = _group_lipschitz(tables["group_lipschitz"], meta)
+    return out
 
 
-def _group_lipschitz_table(table: pd.DataFrame, meta: Mapping[str, Any]) -> _Markup:
+def _group_lipschitz(table: pd.DataFrame, meta: Mapping[str, Any]) -> dict[str, Any]:
     _check_table(
         table,
         "group_lipschitz",
-        ["representation", "model", "scope", "group", "n_essays", "n_pairs", "fraction"],
+        ["representation", "system", "scope", "group", "n_essays", "n_pairs", "fraction"],
     )
     per_group = table[table["scope"].astype(str) == "group"]
     groups = list(dict.fromkeys(str(g) for g in per_group["group"]))
     sizes = dict(zip(per_group["group"].astype(str), per_group["n_essays"]))
-    headers = [
-        "Representation", "Model", "All pairs", "Within a group", "Across groups",
-    ] + [f"Within {g} (n = {_num(sizes[g])})" for g in groups]  # fmt: skip
+    headers = ["Representation", "System", "All pairs", "Within a group", "Across groups"]
+    headers += [f"Within {g} (n = {_text(_num(sizes[g]))})" for g in groups]
     rows = []
-    for r, m, part in _by_model(table, meta, human=True):
+    for r, m, part in _by_system(table, meta, human=True):
         scopes = {
-            (str(t.scope), str(t.group) if str(t.scope) == "group" else ""): t.fraction
-            for t in part.itertuples(index=False)
+            (str(t["scope"]), str(t["group"]) if str(t["scope"]) == "group" else ""): t[
+                "fraction"
+            ]
+            for t in part.to_dict("records")
         }
         row = [_rep(r), _mod(m)]
         row += [_pct(scopes.get((s, ""))) for s in ("overall", "within", "cross")]
         row += [_pct(scopes.get(("group", g))) for g in groups]
         rows.append(row)
     counts = {
-        str(t.scope): t.n_pairs
-        for t in table.itertuples(index=False)
-        if str(t.scope) in ("within", "cross")
+        str(t["scope"]): t["n_pairs"]
+        for t in table.to_dict("records")
+        if str(t["scope"]) in ("within", "cross")
     }
-    caption = "Essay pairs satisfying the Lipschitz condition (min–max normalisation, as "
-    caption += "in section 6), % of the pairs within a group, across groups and within "
-    caption += "each group"
-    if counts:
-        caption += (
-            f" ({_num(counts.get('within'))} pairs within a group, "
-            f"{_num(counts.get('cross'))} across groups)"
-        )
-    return _table(headers, rows, caption=caption)
+    return {
+        "table": _table(headers, rows),
+        "within": _text(_num(counts.get("within"))) if counts else None,
+        "cross": _text(_num(counts.get("cross"))) if counts else None,
+    }
 
 
-def _section_groups(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
-    group_col = meta.get("group_col")
-    column = f" (column {group_col})" if group_col else ""
-    out = [
-        _tag("h3", "Agreement by group"),
-        _tag(
-            "p",
-            f"QWK (≥ {_QWK_MIN:.2f}) and SMD (machine − human on the group's own essays, "
-            f"in units of the group's own spread; within ±{_SMD_MAX:.2f}) ask whether the "
-            "model works as well for this group as for others. DSM, the difference of "
-            "standardized means (RSMTool), puts every group on one scale: both scores are "
-            "standardized with their mean and SD over all essays, and DSM is the group's "
-            "mean machine z-score minus its mean human z-score. A positive DSM means the "
-            "machine scores the group higher, relative to the humans, than it scores "
-            f"essays on the whole; RSMTool flags |DSM| > {_DSM_MAX:.1f}. The all-essays "
-            "row has DSM 0.",
-            class_="note",
-        ),
-    ]
-    if _present(tables, "group_agreement"):
-        out.append(
-            _group_agreement_table(
-                tables["group_agreement"],
-                meta,
-                f"Agreement with the human score by group{column}; DSM against all "
-                "essays, as in RSMTool's report",
-            )
-        )
-    else:
-        out.append(_tag("p", "Not available in this run."))
-    out.append(
-        figure(
-            "group_agreement",
-            "QWK, SMD and DSM per group of students, per representation and model; "
-            f"dashed lines: QWK {_QWK_MIN:.2f}, SMD ±{_SMD_MAX:.2f} and DSM "
-            f"±{_DSM_MAX:.2f}.",
-            "Bar charts of QWK, SMD and DSM per student group, one column of panels per "
-            "text representation.",
-        )
-    )
-    out.append(_tag("h3", "Fairness analyses: OSA, OSD and CSD"))
-    out.append(
-        _tag(
-            "p",
-            "Each is a regression of the machine's error on group membership (Loukina, "
-            "Madnani and Zechner 2019), reported as the share of the error's variance that "
-            "the groups explain (adjusted R²). OSA, overall score accuracy, uses the "
-            "squared error: are some groups scored less accurately? OSD, overall score "
-            "difference, uses the signed error (machine − human): does the machine score "
-            "some groups higher or lower than the humans do? CSD, conditional score "
-            "difference, asks the OSD question among essays with the same human score: it "
-            "conditions on the human score. A group with lower human scores gets positive "
-            "errors from regression to the mean alone, which OSD counts and CSD does not. "
-            "With many essays a tiny R² can have p < 0.05: read the size first.",
-            class_="note",
-        )
-    )
-    if _present(tables, "group_fairness"):
-        out.append(_group_fairness_table(tables["group_fairness"], meta))
-    else:
-        out.append(_tag("p", "Not available in this run."))
-    if _present(tables, "group_fairness_coefficients"):
-        out.append(_group_coefficients_table(tables["group_fairness_coefficients"], meta))
-    out.append(_tag("h3", "Individual fairness within and across groups"))
-    out.append(
-        _tag(
-            "p",
-            "The Lipschitz fraction of section 6, with the same distances and the same "
-            "min–max scaling over all pairs, counted among pairs of essays from one group "
-            "(within), from different groups (across) and within each group. A lower "
-            "fraction across groups than within means that similar essays from different "
-            "groups get more different scores than similar essays from one group. Compare "
-            "with the human scores: a gap that the humans show too is in the data the "
-            "model learned from. Pairs from different groups may also simply be farther "
-            "apart, which makes the condition easier to meet, and the within-group "
-            "fraction is dominated by the largest group, which has the most pairs.",
-            class_="note",
-        )
-    )
-    if _present(tables, "group_lipschitz"):
-        out.append(_group_lipschitz_table(tables["group_lipschitz"], meta))
-    else:
-        out.append(_tag("p", "Not available in this run."))
-    out.append(
-        figure(
-            "group_lipschitz",
-            "Share of essay pairs meeting the Lipschitz condition among pairs of one "
-            "group (circles) and of different groups (triangles), per representation and "
-            "model, human scores included; the dash is the share over all pairs.",
-            "Dot plots per text representation: for each model and the human scores, the "
-            "Lipschitz fraction within groups and across groups.",
-        )
-    )
-    return _join(out)
-
-
-def _section_perturbations(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], figure: _FigureCounter
-) -> _Markup:
+def _counterfactual(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"table": None, "examples": None, "tolerance": None}
+    if not _present(tables, "perturbation"):
+        return out
     table = tables["perturbation"]
     _check_table(
         table,
         "perturbation",
         [
-            "representation",
-            "model",
-            "perturbation",
-            "family",
-            "expected",
-            "n_changed",
-            "share_expected",
-            "mean_change",
-            "share_beyond_tolerance",
-            "mean_distance",
-            "share_zero_distance",
-            "lipschitz_max",
-            "tolerance",
+            "representation", "system", "perturbation", "family", "expected", "n_changed",
+            "share_expected", "mean_change", "share_beyond_tolerance", "mean_distance",
+            "share_zero_distance", "lipschitz_max", "tolerance",
         ],
-    )
+    )  # fmt: skip
     expected = {"stay": "stay", "drop": "drop", "change": "move"}
-    rows = [
-        [
-            _rep(r.representation),
-            _mod(r.model),
-            r.perturbation,
-            expected.get(str(r.expected), str(r.expected)),
-            _num(r.n_changed),
-            _pct(r.share_expected),
-            _num(r.mean_change),
-            _pct(r.share_beyond_tolerance),
-            _num(r.mean_distance),
-            _pct(r.share_zero_distance),
-            _pct(r.lipschitz_max),
-        ]
-        for r in table.itertuples(index=False)
-    ]
     tol = table["tolerance"].dropna()
     tol_text = f"{float(tol.iloc[0]):g} score points" if len(tol) else "the tolerance"
-    out = [
-        _table(
+    out["table"] = _table(
+        [
+            "Representation",
+            "System",
+            "Edit",
+            "Expected",
+            "Essays edited",
+            "% as expected",
+            "Mean change",
+            f"% beyond ±{tol_text}",
+            "Mean distance",
+            "% at distance 0",
+            "% Lipschitz (max)",
+        ],
+        [
             [
-                "Representation",
-                "Model",
-                "Edit",
-                "Expected",
-                "Essays edited",
-                "% as expected",
-                "Mean change",
-                f"% beyond ±{tol_text}",
-                "Mean distance",
-                "% at distance 0",
-                "% Lipschitz (max)",
-            ],
-            rows,
-            caption="Score changes under controlled edits (changed essays only)",
-        ),
-        figure(
-            "perturbation",
-            "Where scores moved under each edit (down / within the tolerance / up), the "
-            "mean change, and the distance between essay and edit in the representation.",
-            "Bar charts of the share of essays whose score went down, stayed or went up "
-            "under each edit, per representation and model.",
-        ),
-    ]
+                _rep(r["representation"]),
+                _mod(r["system"]),
+                r["perturbation"],
+                expected.get(str(r["expected"]), str(r["expected"])),
+                _num(r["n_changed"]),
+                _pct(r["share_expected"]),
+                _num(r["mean_change"]),
+                _pct(r["share_beyond_tolerance"]),
+                _num(r["mean_distance"]),
+                _pct(r["share_zero_distance"]),
+                _pct(r["lipschitz_max"]),
+            ]
+            for r in table.to_dict("records")
+        ],
+        caption="Score changes under controlled edits (changed essays only)",
+    )
     if _present(tables, "perturbation_examples"):
         ex = tables["perturbation_examples"]
         _check_table(
@@ -1413,30 +1357,77 @@ def _section_perturbations(
             ["representation", "perturbation", "id", "edit_preview"],
         )
         first = ex.drop_duplicates("perturbation")
-        out.append(
-            _table(
-                ["Edit", "Essay id", "What changed (first edits)"],
-                [
-                    [r.perturbation, r.id, _short(r.edit_preview, 160)]
-                    for r in first.itertuples()
-                ],
-                caption="One example of each edit",
-            )
+        out["examples"] = _table(
+            ["Edit", "Essay id", "What changed (first edits)"],
+            [
+                [r["perturbation"], r["id"], _short(r["edit_preview"], 160)]
+                for r in first.to_dict("records")
+            ],
+            caption="One example of each edit",
         )
-    return _join(out)
+    return out
 
 
-_SECTION_TABLES = {
-    "Agreement with human raters": ("agreement",),
-    "Essay similarity: extreme pairs": ("extreme_pairs", "extreme_pair_features"),
-    "Aggregate feature differences": ("feature_profile",),
-    "Paraphrase robustness": ("paraphrase",),
-    "Individual fairness: Lipschitz fraction": ("lipschitz", "distance_distribution"),
-    "Score difference vs. distance": ("score_distance", "trend"),
+_COVERAGE_COLUMNS = {
+    "n_references": ("References (M)", _num),
+    "mean_score": ("Mean score of a valid answer", _num),
+    "ci_low": ("95 % interval, low", _num),
+    "ci_high": ("95 % interval, high", _num),
+    "share_below_threshold": ("% scored below the pass mark", _pct),
+    "n_questions": ("Questions", _num),
+    "n_held_out": ("Held-out answers", _num),
 }
 
 
-# --------------------------------------------------------------------------- public
+def _short_answers(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"grading": None, "coverage": None}
+    if _present(tables, "grading"):
+        table = tables["grading"]
+        _check_table(table, "grading", ["representation", "system", "n", "rmse", "wrmse"])
+        out["grading"] = _table(
+            ["Representation", "System", "n", "RMSE", "Weighted RMSE"],
+            [
+                [
+                    _rep(r["representation"]),
+                    _mod(r["system"]),
+                    _num(r["n"]),
+                    _num(r["rmse"]),
+                    _num(r["wrmse"]),
+                ]
+                for r in table.to_dict("records")
+            ],
+            caption="Grading error on grades scaled to 0–1 (lower is better)",
+        )
+    if _present(tables, "reference_coverage"):
+        table = tables["reference_coverage"]
+        _check_table(table, "reference_coverage", ["n_references", "mean_score"])
+        columns = [c for c in _COVERAGE_COLUMNS if c in table.columns]
+        out["coverage"] = _table(
+            [_COVERAGE_COLUMNS[c][0] for c in columns],
+            [
+                [_COVERAGE_COLUMNS[c][1](r[c]) for c in columns]
+                for r in table.to_dict("records")
+            ],
+            caption="Reference coverage: how a zero-shot similarity grader scores fully "
+            "correct answers held out, with M reference answers per question",
+        )
+    return out
+
+
+_VIEWS: dict[str, Callable[..., dict[str, Any]]] = {
+    "agreement": _agreement,
+    "extremes": _extremes,
+    "paraphrase": _paraphrase,
+    "lipschitz": _lipschitz,
+    "groups": _groups,
+    "counterfactual": _counterfactual,
+    "short_answers": _short_answers,
+}
+
+
+# --------------------------------------------------------------------------- page
 
 
 def _check_inputs(tables: object, meta: object, figures: object) -> None:
@@ -1466,6 +1457,55 @@ def _check_inputs(tables: object, meta: object, figures: object) -> None:
             )
 
 
+def _plan(
+    frames: Mapping[str, pd.DataFrame],
+    meta: Mapping[str, Any],
+    prompts: Sequence[str],
+) -> tuple[list[tuple[str, list[tuple[str, tuple[str, ...]]]]], list[dict[str, Any]]]:
+    """The analyses whose sections the page shows, and what is left out and why.
+
+    A section missing for every prompt is listed with its reason; one missing
+    for some prompts only, with those prompts. Optional analyses (group
+    view, counterfactual edits, short answers) show only with their tables.
+    """
+    by_prompt = {p: prompt_tables(frames, p) for p in prompts}
+    shown, left_out = [], []
+    for analysis, sections in _ANALYSIS_SECTIONS:
+        has = {
+            title: [p for p in prompts if any(_present(by_prompt[p], n) for n in names)]
+            for title, names in sections
+        }
+        visible = analysis not in _OPTIONAL or any(has.values())
+        if visible:
+            shown.append((analysis, list(sections)))
+        for title, _ in sections:
+            lacking = [p for p in prompts if p not in has[title]]
+            if not lacking or (
+                analysis == "short_answers"
+                and not visible
+                and _absent_reason(meta, analysis, lacking[0]) is None
+            ):
+                continue  # not a short-answer audit: nothing to explain
+            reasons: dict[str, list[str]] = {}
+            for p in lacking:
+                reason = _absent_reason(meta, analysis, p) or (
+                    _DEFAULT_REASONS.get(analysis, _MISSING_TABLE)
+                    if not visible
+                    else _MISSING_TABLE
+                )
+                reasons.setdefault(reason, []).append(p)
+            for reason, where in reasons.items():
+                scope = (
+                    None
+                    if len(prompts) == 1 or len(where) == len(prompts)
+                    else "prompt" + ("s " if len(where) > 1 else " ") + ", ".join(where)
+                )
+                left_out.append(
+                    {"name": title, "reason": reason, "code": False, "scope": scope}
+                )
+    return shown, left_out
+
+
 def render_html(
     tables: Mapping[str, pd.DataFrame | None],
     meta: Mapping[str, Any] | None,
@@ -1479,21 +1519,33 @@ def render_html(
     5): 1 Overview, 2 Agreement with human raters, 3 Essay similarity:
     extreme pairs, 4 Aggregate feature differences, 5 Paraphrase robustness,
     6 Individual fairness: Lipschitz fraction, 7 Score difference vs.
-    distance, and 8 Group view (only with one of the group tables). Each
+    distance, then the group view (with a group table), the counterfactual
+    edits (with the perturbation table) and the short answers' grading and
+    reference coverage (with the grading or reference-coverage table). Each
     opens with a plain-language reading guide. A section whose tables are
-    missing says so, and the overview lists it with the omitted features.
+    missing says so, and the overview lists it, with the reason the audit
+    gave (``meta["absent_sections"]``) and the omitted features.
+
+    With several prompts (``meta["prompts"]``, or the tables' ``prompt``
+    column), the overview is followed by a summary across prompts (each
+    prompt's score scale, QWK and Lipschitz fraction, and the pooled rows),
+    then one part per prompt with the sections above, from that prompt's
+    rows of the tables and its figures (keys of
+    :func:`~sklearn_fairaes.report._plots.figure_key`).
 
     Parameters
     ----------
     tables : dict of str to pandas.DataFrame
         The audit's tables (see :class:`~sklearn_fairaes.report.AuditResult`).
+        Tables without a ``prompt`` column are read as one prompt.
     meta : dict or None
-        The audit's metadata (title, data, what was run and left out, notes,
-        versions, run time). Missing keys are shown as not available.
+        The audit's metadata (title, data, systems, what was run and left
+        out, score scales, notes, versions, run time). Missing keys are shown
+        as not available.
     figures : dict of str to matplotlib.figure.Figure, or None
         Usually ``make_figures`` (``sklearn_fairaes.report._plots``) of the
         same tables; each is embedded once as a PNG data URI. Figures with
-        other names go to the end of the last section.
+        other names go to a last section of additional figures.
     dpi : int, default=100
         Resolution of the embedded PNGs.
 
@@ -1516,8 +1568,8 @@ def render_html(
     >>> import pandas as pd
     >>> from sklearn_fairaes.report._html import render_html
     >>> pairs = pd.DataFrame({
-    ...     "representation": ["bow"], "which": ["nearest"], "rank": [1],
-    ...     "row_a": [0], "row_b": [1], "id_a": ["a"], "id_b": ["b"],
+    ...     "prompt": ["all"], "representation": ["bow"], "which": ["nearest"],
+    ...     "rank": [1], "row_a": [0], "row_b": [1], "id_a": ["a"], "id_b": ["b"],
     ...     "distance": [0.1], "text_a": ["I <3 waiting & reading"],
     ...     "text_b": ["Patience"], "score_a": [3], "score_b": [4]})
     >>> page = render_html({"extreme_pairs": pairs}, {"title": "Demo"}, {})
@@ -1529,124 +1581,116 @@ def render_html(
     _check_inputs(tables, meta, figures)
     frames = {k: v for k, v in tables.items() if v is not None}
     meta = dict(meta or {})
-    figure = _FigureCounter(figures, dpi)
-    with_groups = any(_present(frames, name) for name in _GROUP_TABLES)
-    with_edits = _present(frames, "perturbation")
-    titles = [
-        t
-        for t in SECTION_TITLES
-        if (with_groups or t != "Group view")
-        and (with_edits or t != "Counterfactual edits")
-    ]
+    prompts = audit_prompts(frames, meta)
+    multi = len(prompts) > 1
+    shown, left_out = _plan(frames, meta, prompts)
+    embed = _Figures(figures, dpi)
 
-    unavailable = [
-        (title, "not available in this run (its table is missing)")
-        for title, names in _SECTION_TABLES.items()
-        if not any(_present(frames, n) for n in names)
-    ]
-    if not with_groups:
-        unavailable.append(("Group view", "no group column was given, so it is left out"))
-    if not with_edits:
-        unavailable.append(
-            (
-                "Counterfactual edits",
-                "no perturbations were requested (perturbations=..., or --perturbations "
-                "default on the command line)",
-            )
-        )
-    builders = {
-        "Overview": lambda: _section_overview(frames, meta, unavailable),
-        "Agreement with human raters": lambda: _section_agreement(frames, meta, figure),
-        "Essay similarity: extreme pairs": lambda: _section_extreme(frames, meta, figure),
-        "Aggregate feature differences": lambda: _section_profile(frames, meta, figure),
-        "Paraphrase robustness": lambda: _section_paraphrase(frames, meta, figure),
-        "Individual fairness: Lipschitz fraction": lambda: _section_lipschitz(
-            frames, meta, figure
-        ),
-        "Score difference vs. distance": lambda: _section_score_distance(
-            frames, meta, figure
-        ),
-        "Group view": lambda: _section_groups(frames, meta, figure),
-        "Counterfactual edits": lambda: _section_perturbations(frames, meta, figure),
-    }
+    def numbered(prefix: str, start: int) -> list[dict[str, Any]]:
+        """The analyses of one part, their sections numbered from ``start``."""
+        out, number = [], start
+        for analysis, sections in shown:
+            heads = []
+            for title, _ in sections:
+                heads.append(
+                    {
+                        "number": f"{prefix}{number}",
+                        "title": title,
+                        "anchor": f"{'p' + prefix.replace('.', '-') if multi else ''}"
+                        f"section-{number}",
+                    }
+                )
+                number += 1
+            out.append({"analysis": analysis, "headings": heads})
+        return out
 
-    sections, toc = [], []
-    for number, title in enumerate(titles, start=1):
-        anchor = f"section-{number}"
-        body = builders[title]()
-        if number == len(titles):
-            extra = figure.leftovers()
-            body = _join(
-                [body]
-                + [
-                    figure(name, f"Additional figure “{name}”.", f"Figure {name}")
-                    for name in extra
-                ]
-            )
-        sections.append(
-            _tag(
-                "section",
-                _join(
-                    [
-                        _tag("h2", f"{number} {title}"),
-                        _tag(
-                            "div",
-                            _join([_tag("b", "How to read this section"), _GUIDES[title]]),
-                            class_="guide",
-                        ),
-                        body,
-                    ]
-                ),
-                id=anchor,
-            )
-        )
-        toc.append(_tag("li", _tag("a", title, href=f"#{anchor}")))
+    def references(analyses: list[dict[str, Any]]) -> dict[str, str]:
+        return {h["title"]: h["number"] for a in analyses for h in a["headings"]}
 
-    title = str(meta.get("title") or "Individual-fairness audit")
-    versions = meta.get("versions") or {}
-    package_version = versions.get("sklearn_fairaes") or versions.get("sklearn-fairaes")
-    subtitle = "Individual-fairness audit of automated essay scoring"
-    if meta.get("started"):
-        subtitle += f" · run started {meta['started']}"
-    header = _tag(
-        "header",
-        _join(
-            [
-                _tag("h1", title),
-                _tag("p", subtitle, class_="subtitle"),
-                _tag("nav", _tag("ol", _join(toc)), aria_label="Contents"),
-            ]
-        ),
-    )
-    footer_parts = [
-        "Generated by sklearn-fairaes",
-        f" {package_version}" if package_version else "",
-        f". Run started {meta['started']}" if meta.get("started") else "",
-        f"; run time {_num(meta['seconds'], 1)} s"
-        if not _missing(meta.get("seconds"))
-        else "",
-        ". ",
-    ]
-    if versions:
-        footer_parts.append(
-            "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "."
-        )
-    footer = _tag("footer", _tag("p", _join(footer_parts)))
-    head = _join(
-        [
-            _Markup('<meta charset="utf-8">'),
-            _Markup('<meta name="viewport" content="width=device-width, initial-scale=1">'),
-            _Markup(f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'),
-            _Markup('<meta name="generator" content="sklearn-fairaes">'),
-            _tag("title", title),
-            _Markup(f"<style>{_CSS}</style>"),
+    toc: list[dict[str, str]] = [{"anchor": "section-1", "title": SECTION_TITLES[0]}]
+    parts: list[dict[str, Any]] = []
+    if not multi:
+        analyses = numbered("", 2)
+        toc += [
+            {"anchor": h["anchor"], "title": h["title"]}
+            for a in analyses
+            for h in a["headings"]
         ]
-    )
-    return (
-        "<!DOCTYPE html>\n"
-        + f'<html lang="en">\n<head>\n{head}\n</head>\n<body>\n{header}\n'
-        + f"<main>\n{_join(sections, chr(10))}\n</main>\n{footer}\n</body>\n</html>\n"
-    )
+        parts.append(
+            {
+                "heading": None,
+                "analyses": analyses,
+                "fig": embed.bind(None, ""),
+                "ref": references(analyses),
+                "prompt": prompts[0],
+                "tables": prompt_tables(frames, prompts[0]),
+            }
+        )
+    else:
+        toc.append({"anchor": "section-2", "title": SUMMARY_TITLE})
+        for k, p in enumerate(prompts, start=1):
+            number = k + 2
+            analyses = numbered(f"{number}.", 1)
+            anchor = f"part-{number}"
+            toc.append({"anchor": anchor, "title": f"Prompt {p}"})
+            ptables = prompt_tables(frames, p)
+            sizes = meta.get("n_essays_by_prompt")
+            n = sizes.get(p) if isinstance(sizes, Mapping) else None
+            if n is None and _present(ptables, "agreement"):
+                n = ptables["agreement"]["n"].max()
+            parts.append(
+                {
+                    "heading": {
+                        "number": str(number),
+                        "prompt": p,
+                        "anchor": anchor,
+                        "n": _text(_num(n)),
+                        "scale": _scale_text(meta, p),
+                        "toc": [
+                            {"anchor": h["anchor"], "title": f"{h['number']} {h['title']}"}
+                            for a in analyses
+                            for h in a["headings"]
+                        ],
+                    },
+                    "analyses": analyses,
+                    "fig": embed.bind(p, f"-p{k}"),
+                    "ref": references(analyses),
+                    "prompt": p,
+                    "tables": ptables,
+                }
+            )
+    for part in parts:
+        for a in part["analyses"]:
+            a["view"] = _VIEWS[a["analysis"]](part["tables"], meta, part["prompt"])
+            a["reason"] = _absent_reason(meta, a["analysis"], part["prompt"])
+        del part["tables"]
+
+    versions = meta.get("versions") or {}
+    title = str(meta.get("title") or "Individual-fairness audit")
+    page = _environment().get_template("layout.html.j2")
+    context = {
+        "title": title,
+        "started": meta.get("started") or None,
+        "seconds": _text(_num(meta["seconds"], 1))
+        if not _missing(meta.get("seconds"))
+        else None,
+        "package_version": versions.get("sklearn_fairaes")
+        or versions.get("sklearn-fairaes"),
+        "versions": [f"{k} {v}" for k, v in versions.items()],
+        "csp": _CSP,
+        "toc": toc,
+        "multi": multi,
+        "overview": _overview(meta, prompts, left_out),
+        "summary": _summary(frames, meta, prompts) if multi else None,
+        "parts": parts,
+        "leftovers": embed.leftovers,
+        "th": _THRESHOLDS,
+        "meta_group_col": meta.get("group_col"),
+    }
+    return page.render(context)
+
+
+# --------------------------------------------------------------------------- JSON
 
 
 def _jsonable(value: object, where: str) -> Any:
@@ -1719,9 +1763,9 @@ def to_json_dict(
     >>> import numpy as np
     >>> import pandas as pd
     >>> from sklearn_fairaes.report._html import to_json_dict
-    >>> table = pd.DataFrame({"model": ["ridge"], "qwk": [np.nan], "n": [np.int64(3)]})
+    >>> table = pd.DataFrame({"system": ["ridge"], "qwk": [np.nan], "n": [np.int64(3)]})
     >>> json.dumps(to_json_dict({"agreement": table}, {"cv": 5}), allow_nan=False)
-    '{"meta": {"cv": 5}, "tables": {"agreement": [{"model": "ridge", "qwk": null, "n": 3}]}}'
+    '{"meta": {"cv": 5}, "tables": {"agreement": [{"system": "ridge", "qwk": null, "n": 3}]}}'
     """
     _check_inputs(tables, meta, None)
     out = {"meta": _jsonable(dict(meta or {}), "meta"), "tables": {}}

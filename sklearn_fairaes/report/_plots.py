@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FIGURE_NAMES",
+    "POOLED",
+    "audit_prompts",
+    "figure_key",
     "make_figures",
     "model_colors",
     "plot_distance_distribution",
@@ -42,6 +45,7 @@ __all__ = [
     "plot_group_lipschitz",
     "plot_lipschitz",
     "plot_score_distance",
+    "prompt_tables",
 ]
 
 #: Names of the figures :func:`make_figures` can build, in report order.
@@ -284,7 +288,7 @@ def plot_lipschitz(
     Parameters
     ----------
     lipschitz : pandas.DataFrame
-        The audit's ``"lipschitz"`` table: ``representation``, ``model``,
+        The audit's ``"lipschitz"`` table: ``representation``, ``system``,
         ``lipschitz_minmax``, ``lipschitz_max`` (fractions).
     representations, models : list of str, default=None
         Order of the bar groups and bars; order of appearance when None.
@@ -301,7 +305,7 @@ def plot_lipschitz(
     >>> import pandas as pd
     >>> from sklearn_fairaes.report._plots import plot_lipschitz
     >>> table = pd.DataFrame({"representation": ["bow", "bow"],
-    ...                       "model": ["ridge", "human"],
+    ...                       "system": ["ridge", "human"],
     ...                       "lipschitz_minmax": [0.99, 0.96],
     ...                       "lipschitz_max": [0.997, 0.98], "n_pairs": [45, 45]})
     >>> fig = plot_lipschitz(table)
@@ -311,16 +315,16 @@ def plot_lipschitz(
     _check_table(
         lipschitz,
         "lipschitz",
-        ["representation", "model", "lipschitz_minmax", "lipschitz_max"],
+        ["representation", "system", "lipschitz_minmax", "lipschitz_max"],
     )
     reps = _ordered(lipschitz["representation"], representations)
-    mods = _ordered(lipschitz["model"], models, last=("human",))
+    mods = _ordered(lipschitz["system"], models, last=("human",))
     colors = colors or model_colors(mods)
     values = {
         (str(r), str(m)): (a, b)
         for r, m, a, b in zip(
             lipschitz["representation"],
-            lipschitz["model"],
+            lipschitz["system"],
             lipschitz["lipschitz_minmax"],
             lipschitz["lipschitz_max"],
         )
@@ -662,6 +666,7 @@ def plot_score_distance(
     representations: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
     colors: Mapping[str, str] | None = None,
+    score_range: Sequence[float] | None = None,
 ) -> Figure:
     """Mean score difference per distance bin (paper Figures 5 and 6).
 
@@ -673,14 +678,19 @@ def plot_score_distance(
     Parameters
     ----------
     score_distance : pandas.DataFrame
-        The audit's ``"score_distance"`` table: ``representation``, ``model``,
+        The audit's ``"score_distance"`` table: ``representation``, ``system``,
         ``n_bins``, ``bin``, ``mean_abs_diff``, ``se``.
     n_bins : int, default=5
         Which binning to draw (the table holds rows for 5 and 100 bins).
     representations, models : list of str, default=None
         Order of the panels and of the legend; order of appearance when None.
     colors : dict, default=None
-        Model -> colour; :func:`model_colors` when None.
+        System -> colour; :func:`model_colors` when None.
+    score_range : (float, float), default=None
+        The score scale ``(lo, hi)`` of the prompt (declared or inferred).
+        When given, the y axis starts at 0, is labelled with the scale and
+        ends at most at ``hi - lo``, the largest score difference the scale
+        allows, so that prompts on different scales are read on their own.
 
     Returns
     -------
@@ -695,7 +705,7 @@ def plot_score_distance(
     --------
     >>> import pandas as pd
     >>> from sklearn_fairaes.report._plots import plot_score_distance
-    >>> table = pd.DataFrame({"representation": ["sbert"] * 2, "model": ["ridge"] * 2,
+    >>> table = pd.DataFrame({"representation": ["sbert"] * 2, "system": ["ridge"] * 2,
     ...                       "n_bins": [2, 2], "bin": [1, 2], "n_pairs": [10, 10],
     ...                       "distance_min": [0.0, 0.5], "distance_max": [0.5, 1.0],
     ...                       "mean_abs_diff": [1.2, 2.5], "se": [0.1, 0.2]})
@@ -706,7 +716,7 @@ def plot_score_distance(
     _check_table(
         score_distance,
         "score_distance",
-        ["representation", "model", "n_bins", "bin", "mean_abs_diff", "se"],
+        ["representation", "system", "n_bins", "bin", "mean_abs_diff", "se"],
     )
     table = score_distance[score_distance["n_bins"].astype(int) == int(n_bins)]
     if table.empty:
@@ -716,9 +726,16 @@ def plot_score_distance(
             f"{', '.join(map(str, have)) or 'none'}. Pass one of those."
         )
     reps = _ordered(table["representation"], representations)
-    mods = _ordered(table["model"], models, last=("human",))
+    mods = _ordered(table["system"], models, last=("human",))
     colors = colors or model_colors(mods)
     with_errors = int(n_bins) <= 10
+    ylabel, span = "Mean |Δscore| (score points)", None
+    se = table["se"].to_numpy(float) if with_errors else 0.0
+    se = np.nan_to_num(se)
+    if score_range is not None:
+        lo, hi = (float(v) for v in score_range[:2])
+        span = hi - lo if hi > lo else None
+        ylabel = f"Mean |Δscore| (points, scale {lo:g}–{hi:g})"
     fig = _figure(_PANEL_W * min(len(reps), 2), _PANEL_H * math.ceil(len(reps) / 2) + 0.9)
     axes, _, _ = _panel_axes(fig, len(reps), sharex=True)
     ncols = min(len(reps), 2)
@@ -726,7 +743,7 @@ def plot_score_distance(
         bottom = i + ncols >= len(reps)
         sub = table[table["representation"].astype(str) == r]
         for j, m in enumerate(mods):
-            part = sub[sub["model"].astype(str) == m].sort_values("bin")
+            part = sub[sub["system"].astype(str) == m].sort_values("bin")
             if part.empty:
                 continue
             x = part["bin"].to_numpy(float)
@@ -760,7 +777,10 @@ def plot_score_distance(
         if bottom:
             ax.set_xlabel(xlabel)
         if i % ncols == 0:
-            ax.set_ylabel("Mean |Δscore| (score points)")
+            ax.set_ylabel(ylabel)
+        if span is not None:
+            top = np.nanmax(table["mean_abs_diff"].to_numpy(float) + se, initial=0.0)
+            ax.set_ylim(0, min(span, max(1.15 * top, 0.05 * span)))
         ax.grid(alpha=0.3)
     suffix = " (error bars: ±1 SE)" if with_errors else ""
     fig.suptitle(f"Score difference vs. essay distance, {int(n_bins)} bins{suffix}")
@@ -787,7 +807,7 @@ def plot_group_agreement(
     ----------
     group_agreement : pandas.DataFrame
         The audit's ``"group_agreement"`` table: ``representation``,
-        ``model``, ``group`` (``"all"`` for the row of all essays), ``qwk``,
+        ``system``, ``group`` (``"all"`` for the row of all essays), ``qwk``,
         ``smd``, ``dsm``.
     representations, models : list of str, default=None
         Order of the columns and of the bar groups; order of appearance when None.
@@ -800,7 +820,7 @@ def plot_group_agreement(
     --------
     >>> import pandas as pd
     >>> from sklearn_fairaes.report._plots import plot_group_agreement
-    >>> table = pd.DataFrame({"representation": ["bow"] * 3, "model": ["ridge"] * 3,
+    >>> table = pd.DataFrame({"representation": ["bow"] * 3, "system": ["ridge"] * 3,
     ...                       "group": ["A", "B", "all"], "qwk": [0.71, 0.64, 0.68],
     ...                       "smd": [-0.03, 0.12, 0.04], "dsm": [-0.06, 0.08, 0.0]})
     >>> fig = plot_group_agreement(table)
@@ -810,11 +830,11 @@ def plot_group_agreement(
     _check_table(
         group_agreement,
         "group_agreement",
-        ["representation", "model", "group", "qwk", "smd", "dsm"],
+        ["representation", "system", "group", "qwk", "smd", "dsm"],
     )
     table = group_agreement
     reps = _ordered(table["representation"], representations)
-    mods = _ordered(table["model"], models)
+    mods = _ordered(table["system"], models)
     groups = _ordered(table["group"], last=("all",))
     colors = {g: _GROUP_PALETTE[i % len(_GROUP_PALETTE)] for i, g in enumerate(groups)}
     colors["all"] = _ALL_ESSAYS_COLOR
@@ -835,7 +855,7 @@ def plot_group_agreement(
             ax = axes[row, c]
             for j, g in enumerate(groups):
                 part = sub[sub["group"].astype(str) == g]
-                value = dict(zip(part["model"].astype(str), part[col]))
+                value = dict(zip(part["system"].astype(str), part[col]))
                 ax.bar(
                     x - 0.4 + width * (j + 0.5),
                     [value.get(m, np.nan) for m in mods],
@@ -890,7 +910,7 @@ def plot_group_lipschitz(
     ----------
     group_lipschitz : pandas.DataFrame
         The audit's ``"group_lipschitz"`` table: ``representation``,
-        ``model``, ``scope`` (rows ``"overall"``, ``"within"`` and
+        ``system``, ``scope`` (rows ``"overall"``, ``"within"`` and
         ``"cross"`` are drawn; ``"group"`` rows are not), ``fraction``.
     representations, models : list of str, default=None
         Order of the panels and of the models; order of appearance when None.
@@ -907,7 +927,7 @@ def plot_group_lipschitz(
     >>> import pandas as pd
     >>> from sklearn_fairaes.report._plots import plot_group_lipschitz
     >>> table = pd.DataFrame({"representation": ["bow"] * 6,
-    ...                       "model": ["ridge"] * 3 + ["human"] * 3,
+    ...                       "system": ["ridge"] * 3 + ["human"] * 3,
     ...                       "scope": ["overall", "within", "cross"] * 2,
     ...                       "fraction": [0.97, 0.98, 0.96, 0.95, 0.96, 0.94]})
     >>> fig = plot_group_lipschitz(table)
@@ -917,16 +937,16 @@ def plot_group_lipschitz(
     _check_table(
         group_lipschitz,
         "group_lipschitz",
-        ["representation", "model", "scope", "fraction"],
+        ["representation", "system", "scope", "fraction"],
     )
     table = group_lipschitz[group_lipschitz["scope"].astype(str) != "group"]
     reps = _ordered(table["representation"], representations)
-    mods = _ordered(table["model"], models, last=("human",))
+    mods = _ordered(table["system"], models, last=("human",))
     colors = colors or model_colors(mods)
     values = {
         (str(r), str(m), str(s)): 100.0 * float(f)
         for r, m, s, f in zip(
-            table["representation"], table["model"], table["scope"], table["fraction"]
+            table["representation"], table["system"], table["scope"], table["fraction"]
         )
     }
     width = max(_PANEL_W, 0.9 * len(mods) + 1.5)
@@ -972,82 +992,137 @@ def plot_group_lipschitz(
 
 # --------------------------------------------------------------------------- all
 
+#: The ``prompt`` value of the rows pooled over prompts (never drawn per prompt).
+POOLED = "pooled"
+
 
 def _present(tables: Mapping[str, pd.DataFrame], name: str) -> bool:
     table = tables.get(name)
     return table is not None and len(table) > 0
 
 
-def make_figures(
-    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any] | None
-) -> dict[str, Figure]:
-    """Build every figure of the audit report that the tables allow.
+def figure_key(name: str, prompt: str | None = None) -> str:
+    """The key of a figure in :func:`make_figures`'s result.
 
-    A figure whose table is missing (or empty) is left out; nothing is
-    raised for it. Colours per model and the order of representations and
-    models are the same in every figure (taken from ``meta["models"]`` and
-    ``meta["representations"]`` when given).
+    With one prompt the key is the figure's name (``"lipschitz"``); with
+    several each prompt has its own figures, keyed ``"<name>:<prompt>"``
+    (the names hold no colon, so the key splits back unambiguously).
 
     Parameters
     ----------
-    tables : dict of str to pandas.DataFrame
-        The audit's tables (see :class:`~sklearn_fairaes.report.AuditResult`).
-    meta : dict or None
-        The audit's metadata; ``representations`` and ``models`` set the order.
+    name : str
+        One of :data:`FIGURE_NAMES`.
+    prompt : str or None, default=None
+        The prompt id, or None for an audit of one prompt.
 
     Returns
     -------
-    figures : dict of str to matplotlib.figure.Figure
-        Keys among :data:`FIGURE_NAMES`, in report order.
+    key : str
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.report._plots import figure_key
+    >>> figure_key("lipschitz"), figure_key("lipschitz", "7")
+    ('lipschitz', 'lipschitz:7')
+    """
+    return name if prompt is None else f"{name}:{prompt}"
+
+
+def audit_prompts(
+    tables: Mapping[str, pd.DataFrame | None], meta: Mapping[str, Any] | None
+) -> list[str]:
+    """The prompt ids of an audit, in report order (pooled rows excluded).
+
+    ``meta["prompts"]`` when given, else the ``prompt`` values of the tables
+    in order of appearance; ``["all"]`` for tables without a ``prompt``
+    column (an audit of one prompt, or tables built by hand).
 
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import make_figures
-    >>> table = pd.DataFrame({"representation": ["bow"], "model": ["ridge"],
-    ...                       "lipschitz_minmax": [0.99], "lipschitz_max": [0.997],
-    ...                       "n_pairs": [45]})
-    >>> list(make_figures({"lipschitz": table}, {}))
-    ['lipschitz']
+    >>> from sklearn_fairaes.report._plots import audit_prompts
+    >>> table = pd.DataFrame({"prompt": ["1", "2", "pooled"], "qwk": [0.7, 0.8, 0.75]})
+    >>> audit_prompts({"agreement": table}, {})
+    ['1', '2']
     """
-    meta = meta or {}
-    reps = list(meta.get("representations") or [])
-    mods = list(meta.get("models") or [])
-    names = list(mods)
-    for key, column in (
-        ("lipschitz", "model"),
-        ("group_lipschitz", "model"),
-        ("score_distance", "model"),
-        ("distance_distribution", "series"),
-    ):
-        if _present(tables, key) and column in tables[key].columns:
-            names += [s for s in tables[key][column].astype(str) if s != "distance"]
-    colors = model_colors(_ordered(names, mods, last=("human",)))
-    rep_order = reps or None
+    listed = (meta or {}).get("prompts")
+    if listed:
+        return [str(p) for p in listed]
+    seen: list[str] = []
+    for table in tables.values():
+        if table is not None and "prompt" in table.columns:
+            seen += [str(p) for p in table["prompt"]]
+    found = [p for p in dict.fromkeys(seen) if p != POOLED]
+    return found or ["all"]
+
+
+def prompt_tables(
+    tables: Mapping[str, pd.DataFrame | None], prompt: str
+) -> dict[str, pd.DataFrame]:
+    """One prompt's rows of every table (tables without a ``prompt`` column whole).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report._plots import prompt_tables
+    >>> table = pd.DataFrame({"prompt": ["1", "2"], "qwk": [0.7, 0.8]})
+    >>> prompt_tables({"agreement": table}, "2")["agreement"]["qwk"].tolist()
+    [0.8]
+    """
+    out = {}
+    for name, table in tables.items():
+        if table is None:
+            continue
+        if "prompt" in table.columns:
+            table = table[table["prompt"].astype(str) == str(prompt)]
+        out[name] = table
+    return out
+
+
+def _scale_of(meta: Mapping[str, Any], prompt: str) -> tuple[float, float] | None:
+    """The prompt's score scale ``(lo, hi)`` from the audit's metadata, if recorded."""
+    ranges = meta.get("score_ranges")
+    scale = ranges.get(prompt) if isinstance(ranges, Mapping) else None
+    if scale is None:
+        scale = meta.get("score_range")
+    if isinstance(scale, Sequence) and not isinstance(scale, str) and len(scale) >= 2:
+        try:
+            return float(scale[0]), float(scale[1])
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _prompt_figures(
+    tables: Mapping[str, pd.DataFrame],
+    *,
+    reps: Sequence[str] | None,
+    mods: Sequence[str] | None,
+    colors: Mapping[str, str],
+    scale: tuple[float, float] | None,
+) -> dict[str, Figure]:
+    """The figures of one prompt's tables, keyed by figure name."""
     figures: dict[str, Figure] = {}
     if _present(tables, "extreme_pair_features"):
         figures["extreme_pairs"] = plot_extreme_pairs(
             tables["extreme_pair_features"],
             tables.get("extreme_pairs"),
-            representations=rep_order,
+            representations=reps,
         )
     if _present(tables, "feature_profile"):
         figures["feature_profile"] = plot_feature_profile(
-            tables["feature_profile"], representations=rep_order
+            tables["feature_profile"], representations=reps
         )
     if _present(tables, "lipschitz"):
         figures["lipschitz"] = plot_lipschitz(
-            tables["lipschitz"],
-            models=mods or None,
-            colors=colors,
-            representations=rep_order,
+            tables["lipschitz"], models=mods, colors=colors, representations=reps
         )
     if _present(tables, "distance_distribution"):
         figures["distance_distribution"] = plot_distance_distribution(
             tables["distance_distribution"],
-            models=mods or None,
+            models=mods,
             colors=colors,
-            representations=rep_order,
+            representations=reps,
         )
     if _present(tables, "score_distance"):
         have = set(tables["score_distance"]["n_bins"].astype(int))
@@ -1056,35 +1131,104 @@ def make_figures(
                 figures[f"score_distance_{n_bins}"] = plot_score_distance(
                     tables["score_distance"],
                     n_bins=n_bins,
-                    models=mods or None,
+                    models=mods,
                     colors=colors,
-                    representations=rep_order,
+                    representations=reps,
+                    score_range=scale,
                 )
     if _present(tables, "group_agreement"):
         figures["group_agreement"] = plot_group_agreement(
-            tables["group_agreement"], models=mods or None, representations=rep_order
+            tables["group_agreement"], models=mods, representations=reps
         )
     if _present(tables, "group_lipschitz"):
         figures["group_lipschitz"] = plot_group_lipschitz(
-            tables["group_lipschitz"],
-            models=mods or None,
-            colors=colors,
-            representations=rep_order,
+            tables["group_lipschitz"], models=mods, colors=colors, representations=reps
         )
     if _present(tables, "perturbation"):
         from ..perturb import plot_perturbation_audit
 
         table = tables["perturbation"]
-        # one row of panels per representation x model
-        labelled = table.drop(columns=["representation", "model"]).assign(
+        # one row of panels per representation x system
+        labelled = table.drop(
+            columns=[c for c in ("prompt", "representation", "system") if c in table]
+        ).assign(
             model=[
                 f"{representation_label(r)} + {model_label(m)}"
                 for r, m in zip(
-                    table["representation"].astype(str), table["model"].astype(str)
+                    table["representation"].astype(str), table["system"].astype(str)
                 )
             ]
         )
         figures["perturbation"] = plot_perturbation_audit(
             labelled, title="Counterfactual edits: how scores moved"
         )
+    return figures
+
+
+def make_figures(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any] | None
+) -> dict[str, Figure]:
+    """Build every figure of the audit report that the tables allow.
+
+    A figure whose table is missing (or empty) is left out; nothing is
+    raised for it. Each prompt has its own figures, drawn from its rows of
+    the tables (the rows pooled over prompts are never drawn). Colours per
+    system and the order of representations and systems are the same in
+    every figure (taken from ``meta["systems"]`` or ``meta["models"]`` and
+    ``meta["representations"]`` when given). Score axes follow the prompt's
+    scale (``meta["score_ranges"]``, else ``meta["score_range"]``).
+
+    Parameters
+    ----------
+    tables : dict of str to pandas.DataFrame
+        The audit's tables (see :class:`~sklearn_fairaes.report.AuditResult`).
+    meta : dict or None
+        The audit's metadata; ``representations`` and ``systems`` (or
+        ``models``) set the order, ``prompts`` the prompts.
+
+    Returns
+    -------
+    figures : dict of str to matplotlib.figure.Figure
+        With one prompt, keys among :data:`FIGURE_NAMES`, in report order;
+        with several, :func:`figure_key` of each name and prompt, prompt by
+        prompt.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report._plots import make_figures
+    >>> table = pd.DataFrame({"representation": ["bow"], "system": ["ridge"],
+    ...                       "lipschitz_minmax": [0.99], "lipschitz_max": [0.997],
+    ...                       "n_pairs": [45]})
+    >>> list(make_figures({"lipschitz": table}, {}))
+    ['lipschitz']
+    >>> two = pd.concat([table.assign(prompt="1"), table.assign(prompt="2")])
+    >>> list(make_figures({"lipschitz": two}, {}))
+    ['lipschitz:1', 'lipschitz:2']
+    """
+    meta = meta or {}
+    reps = list(meta.get("representations") or []) or None
+    mods = [str(m) for m in (meta.get("systems") or meta.get("models") or [])]
+    names = list(mods)
+    for key, column in (
+        ("lipschitz", "system"),
+        ("group_lipschitz", "system"),
+        ("score_distance", "system"),
+        ("distance_distribution", "series"),
+    ):
+        if _present(tables, key) and column in tables[key].columns:
+            names += [s for s in tables[key][column].astype(str) if s != "distance"]
+    colors = model_colors(_ordered(names, mods, last=("human",)))
+    prompts = audit_prompts(tables, meta)
+    figures: dict[str, Figure] = {}
+    for prompt in prompts:
+        drawn = _prompt_figures(
+            prompt_tables(tables, prompt),
+            reps=reps,
+            mods=mods or None,
+            colors=colors,
+            scale=_scale_of(meta, prompt),
+        )
+        for name, fig in drawn.items():
+            figures[figure_key(name, prompt if len(prompts) > 1 else None)] = fig
     return figures
