@@ -267,3 +267,39 @@ def test_short_answer_grades_get_the_continuous_qwk(demo):
         ).reset_index()
     pd.testing.assert_frame_equal(_block(t["group_agreement"], "tfidf", "ridge"), expected)
     assert not np.allclose(expected["qwk"], np.round(expected["qwk"], 0))
+
+
+def test_the_all_row_agrees_with_the_audits_agreement_table(demo):
+    """Same scale, same trim: the group view's all-essays row is the agreement row."""
+    df = demo.copy()
+    # a given engine off the inferred scale's middle, and baselines that may leave it
+    df["engine"] = np.clip(df["score"].to_numpy() + np.arange(N) % 3 - 1, 0, 12)
+    res = sf.audit(
+        df,
+        text_col="essay",
+        score_col="score",
+        group_col="group",
+        systems=["engine"],
+        models=["ridge"],
+        representations=["tfidf", "bow"],
+        cv=3,
+        paraphrases="paraphrase",
+        score_range=SCALE,
+    )
+    agreement = res.tables["agreement"].set_index(["representation", "system"])
+    groups = res.tables["group_agreement"]
+    everyone = groups[groups["group"] == "all"].set_index(["representation", "system"])
+    assert (
+        set(everyone.index)
+        == set(agreement.index)
+        == {
+            ("", "engine"),
+            ("tfidf", "ridge"),
+            ("bow", "ridge"),
+        }
+    )
+    # a baseline leaves the scale here, so the trim is exercised
+    assert agreement["n_outside_scale"].sum() > 0
+    for key, row in agreement.iterrows():
+        for column in ("qwk", "smd", "qwk_ok", "smd_ok"):
+            assert everyone.loc[key, column] == pytest.approx(row[column]), (key, column)
