@@ -501,9 +501,14 @@ def test_csv_cells_that_spreadsheets_would_run_are_neutralised(tmp_path, formula
             for cell in row:
                 if cell.startswith(tuple(FORMULA_CHARS)):
                     float(cell)  # only numbers may start so (e.g. a negative SMD)
-    ids = [r[0] for r in _cells(out / "tables" / "predictions.csv")[1:]]
+    # columns by name: the tables lead with prompt (issue 16)
+    predictions = _cells(out / "tables" / "predictions.csv")
+    at = predictions[0].index("id")
+    ids = [r[at] for r in predictions[1:]]
     assert ids[: len(FORMULA_CHARS)] == [f"'{c}id{i}" for i, c in enumerate(FORMULA_CHARS)]
-    groups = {r[2] for r in _cells(out / "tables" / "group_agreement.csv")[1:]}
+    group_rows = _cells(out / "tables" / "group_agreement.csv")
+    at = group_rows[0].index("group")
+    groups = {r[at] for r in group_rows[1:]}
     assert groups == {"all"} | {f"'{c}G" for c in FORMULA_CHARS}
     pairs = _cells(out / "tables" / "extreme_pairs.csv")
     text = pairs[0].index("text_a")
