@@ -684,7 +684,7 @@ def test_counterfactual_fitted_system_is_used_as_it_is_under_every_representatio
     tfidf, bow = (got[got["representation"] == r].reset_index() for r in ("tfidf", "bow"))
     np.testing.assert_array_equal(tfidf["mean_change"], bow["mean_change"])
     assert not np.allclose(tfidf["mean_distance"], bow["mean_distance"])
-    assert any("'engine' scored as given (never refitted)" in n for n in out.notes)
+    assert any("'engine' scored as it is (never refitted)" in n for n in out.notes)
 
 
 def test_counterfactual_given_scores_cannot_be_rescored():
@@ -731,3 +731,41 @@ def test_counterfactual_short_answers_tolerance_and_reference_grader():
     assert any("'reference_similarity' is left out" in n for n in out.notes)
     only = {"reference_similarity": systems["reference_similarity"]}
     assert "scores only" in ANALYSIS.absent(_counterfactual_study(systems=only))
+
+
+def test_audit_with_given_scores_and_a_fitted_model():
+    """Through audit(): the fitted model is re-scored under each representation,
+    the given scores are left out, and with scores only the section is absent."""
+    import sklearn_fairaes as sf
+    from sklearn_fairaes.report.analyses._counterfactual import SCORES_ONLY
+
+    df = sf.load_demo_essays().iloc[:40].copy()
+    df["v3"] = df["rater1"] * 2
+    engine = _fitted_engine()
+    common = dict(
+        text_col="essay",
+        score_col="score",
+        systems=["v3"],
+        cv=3,
+        paraphrases="paraphrase",
+        perturbations="typos",
+        n_perturbation_essays=10,
+    )
+    res = sf.audit(
+        df,
+        models={"engine": engine},
+        refit=False,
+        representations=["tfidf", "bow"],
+        **common,
+    )
+    table = res.tables["perturbation"]
+    assert list(table.columns[:3]) == ["prompt", "representation", "system"]
+    assert list(zip(table["representation"], table["system"])) == [
+        ("tfidf", "engine"),
+        ("bow", "engine"),
+    ]
+    assert (table["n_essays"] == 10).all()
+    assert any("'v3' is left out" in n for n in res.meta["notes"])
+    scores_only = sf.audit(df, representations=["tfidf"], **common)
+    assert "perturbation" not in scores_only.tables
+    assert scores_only.meta["absent_sections"]["counterfactual"] == SCORES_ONLY

@@ -268,7 +268,10 @@ class _Counterfactual:
         else:
             parts.append(f"{k} essays drawn at random")
         if fitted:
-            parts.append(f"{_names(fitted)} scored as given (never refitted)")
+            parts.append(
+                f"{_names(fitted)} scored as {'it is' if len(fitted) == 1 else 'they are'} "
+                f"(never refitted)"
+            )
         return "Counterfactual edits: " + "; ".join(parts) + "."
 
 
