@@ -769,3 +769,41 @@ def test_audit_with_given_scores_and_a_fitted_model():
     scores_only = sf.audit(df, representations=["tfidf"], **common)
     assert "perturbation" not in scores_only.tables
     assert scores_only.meta["absent_sections"]["counterfactual"] == SCORES_ONLY
+
+
+def test_counterfactual_baseline_whose_representation_cannot_be_refitted():
+    """A small prompt: the held-in essays leave the vocabulary empty. The
+    baseline is not edited under that representation, and the report says why."""
+    from sklearn_fairaes.report._study import PairSpace, Settings, Study, System
+    from sklearn_fairaes.report.analyses._counterfactual import ANALYSIS
+
+    essays = [f"The bus came late, said writer {k}." for k in range(5)] + ["Rain."]
+    # "the", "bus", "came", "late", "said", "writer" are in 5 of the 6 essays,
+    # so in at most 4 of the 4 held-in ones: min_df=5 keeps no word there
+    rep = TfidfEssayVectorizer(min_df=5, lemmatize=False).fit(essays)
+    X = rep.transform(essays)
+    study = Study(
+        prompt="p9",
+        prompt_text=None,
+        essays=essays,
+        ids=np.arange(1, 7),
+        rows=np.arange(1, 7),
+        human=np.array([1.0, 2, 3, 4, 5, 1]),
+        score_range=(1, 5),
+        score_range_source="declared",
+        settings=Settings(perturbations=("typos",)),
+        systems={"ridge": System("ridge", "trained", {"tfidf": np.zeros(6)}, Ridge())},
+        spaces={"tfidf": PairSpace("tfidf", rep, X, X, "cosine", np.zeros(0))},
+    )
+    out = ANALYSIS.run(study)
+    assert out.tables["perturbation"].empty
+    assert list(out.tables["perturbation"].columns) == [
+        "representation",
+        "system",
+        *SUMMARY_COLUMNS,
+    ]
+    assert any(
+        "tfidf could not be refitted on the 4 held-in essays" in n
+        and "'ridge' is not edited under it" in n
+        for n in out.notes
+    )

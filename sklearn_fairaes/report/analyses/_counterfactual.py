@@ -176,6 +176,7 @@ class _Counterfactual:
         collected: dict[str, list[str]] = {}
         summaries: list[DataFrame] = []
         examples: list[dict[str, Any]] = []
+        refit_failed: list[str] = []
         for rname, space in study.spaces.items():
             pipes: dict[str, Any] = {}
             mine = [n for n in trained if rname in able[n].scores]
@@ -184,7 +185,17 @@ class _Counterfactual:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", category=UserWarning)
                     rep = clone(space.transformer)
-                    X_train = rep.fit_transform([study.essays[i] for i in train])
+                    try:
+                        X_train = rep.fit_transform([study.essays[i] for i in train])
+                    except ValueError as exc:
+                        # a few held-in essays of a small prompt may leave a
+                        # vocabulary with min_df=3 empty: the report says so
+                        refit_failed.append(
+                            f"Counterfactual edits: {rname} could not be refitted on the "
+                            f"{len(train)} held-in essays ({exc}), so {_names(mine)} "
+                            f"{'is' if len(mine) == 1 else 'are'} not edited under it."
+                        )
+                        mine = []
                 for n in mine:
                     pipes[n] = _trained_pipeline(able[n], rname, rep, X_train, y[train])
             for n in fitted:
@@ -226,9 +237,15 @@ class _Counterfactual:
                             "note": str(row["note"]),
                         }
                     )
-        summary = pd.concat(summaries, ignore_index=True)
+        from ...perturb._audit import SUMMARY_COLUMNS
+
+        summary = (
+            pd.concat(summaries, ignore_index=True)
+            if summaries
+            else pd.DataFrame(columns=["representation", "system", *SUMMARY_COLUMNS])
+        )
         rest = [c for c in summary.columns if c not in ("representation", "system")]
-        notes = [self._sample_note(study, len(held), trained, fitted)]
+        notes = [self._sample_note(study, len(held), trained, fitted), *refit_failed]
         given = [n for n in study.systems if n not in able]
         if given:
             notes.append(
