@@ -283,7 +283,8 @@ def audit(
     ``meta["warnings"]`` lists, per prompt and representation, a
     representation under which most pair distances are 0 or one same value.
     ``meta["absent_sections"]`` says why an analysis did not run (e.g. the
-    counterfactual audit with scores only).
+    counterfactual audit with scores only): one reason, or a dict prompt ->
+    reason when it ran on some prompts only.
 
     **Perturbation tables.** With ``perturbations``, every trained baseline
     is refitted as one pipeline on all essays but a random sample of
@@ -487,8 +488,6 @@ def _meta(
     title: str | None,
 ) -> dict[str, Any]:
     """What was run, what was left out and why, versions and timing."""
-    from .analyses import ORDER
-
     several = len(studies) > 1
 
     def at(study: Study, text: str) -> str:
@@ -499,21 +498,22 @@ def _meta(
     for study in studies:
         notes += [at(study, t) for t in study.notes]
         warnings_ += [{"prompt": study.prompt, **w} for w in study.warnings]
-    absent: dict[str, str] = {}
-    titles = {a.name: a.title for a in ORDER}
+    # one reason when the analysis is absent from every prompt for one reason,
+    # else the reason of each prompt it is absent from
+    absent: dict[str, str | dict[str, str]] = {}
     for name, outputs in runs.items():
-        reasons = [o for o in outputs if isinstance(o, str)]
-        if reasons and len(reasons) == len(outputs) and len(set(reasons)) == 1:
-            absent[name] = reasons[0]
+        reasons = {s.prompt: o for s, o in zip(studies, outputs) if isinstance(o, str)}
+        if len(reasons) == len(outputs) and len(set(reasons.values())) == 1:
+            absent[name] = next(iter(reasons.values()))
+        elif reasons:
+            absent[name] = reasons
         for study, output in zip(studies, outputs):
             if isinstance(output, str):
-                if name not in absent:
-                    notes.append(at(study, f"{titles[name]} left out: {output}."))
                 continue
             notes += [at(study, t) for t in output.notes]
             warnings_ += [{"prompt": study.prompt, **w} for w in output.warnings]
     inferred = [s for s in studies if s.score_range_source == "inferred"]
-    if inferred and not plan.short_answer:
+    if inferred:
         lo, hi = inferred[0].score_range
         scale = (
             f"Score scale {lo:g} to {hi:g} inferred from the human scores"

@@ -47,6 +47,8 @@ MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
 REFERENCE_MODEL = "reference_similarity"
 # Names the tables use for rows that are not a user's system.
 RESERVED_NAMES = ("human", "pooled", "all")
+# The columns of the predictions table before the systems' columns.
+PREDICTION_COLUMNS = ("prompt", "id", "score")
 # Above this many essays the pair distances are not held in memory: every pair
 # metric walks the pairs in blocks, and the distribution plots use a sample.
 MAX_CONDENSED = 6000
@@ -560,6 +562,10 @@ def plan_audit(
             "(baselines to train, or fitted models with refit=False), or leave models "
             "at its default"
         )
+    for option in ("k_extreme", "n_profile_pairs", "n_paraphrase_samples"):
+        value = getattr(settings, option)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise AuditInputError(f"{option} must be an int >= 1, got {value!r}")
     _check_grammar(grammar)
     has_prompt = any(t is not None for t in texts.values())
     settings.perturbations = _check_perturbations(
@@ -991,24 +997,27 @@ def _fitted(fitted: dict[str, Any]) -> dict[str, Any]:
 def _check_names(
     given: Mapping[str, Any], trained: Mapping[str, Any], fitted: Mapping[str, Any]
 ) -> None:
-    """Reserved names and names used twice are refused: a table row names one system."""
+    """Reserved names and names used twice are refused: a table row names one system.
+
+    ``RESERVED_NAMES`` label the tables' own rows (the human scores, pooled
+    rows); ``PREDICTION_COLUMNS`` are the columns of the ``predictions``
+    table that a given or fitted system's column would overwrite.
+    """
+    taken = {n: "the tables' own rows" for n in RESERVED_NAMES}
     for name in trained:
-        if name in RESERVED_NAMES:
+        if name in taken:
             raise AuditInputError(
-                f"model name {name!r} is reserved for the tables' own rows "
+                f"model name {name!r} is reserved for {taken[name]} "
                 f"({', '.join(map(repr, RESERVED_NAMES))}); rename it"
             )
+    taken.update(dict.fromkeys(PREDICTION_COLUMNS, "the predictions table's columns"))
+    taken.update(dict.fromkeys(trained, "a trained baseline"))
     for kind, names in (("system", given), ("model", fitted)):
         for name in names:
-            if name in RESERVED_NAMES or name in trained:
-                what = (
-                    "the tables' own rows"
-                    if name in RESERVED_NAMES
-                    else "a trained baseline"
-                )
+            if name in taken:
                 raise AuditInputError(
-                    f"{kind} name {name!r} is reserved for {what} "
-                    f"({', '.join(map(repr, [*RESERVED_NAMES, *trained]))}); rename it"
+                    f"{kind} name {name!r} is reserved for {taken[name]} "
+                    f"({', '.join(map(repr, taken))}); rename it"
                 )
     both = sorted(set(given) & set(fitted))
     if both:
