@@ -26,7 +26,6 @@ from sklearn_fairaes.report.analyses._short_answers import (
     pool_grading,
 )
 from sklearn_fairaes.short_answers import (
-    ReferenceSimilarityGrader,
     reference_coverage_curve,
 )
 from sklearn_fairaes.short_answers._coverage import COVERAGE_COLUMNS
@@ -194,26 +193,53 @@ def test_reference_coverage_with_few_or_no_full_credit_answers(stita):
     assert any("Reference coverage: 0 answer(s) with full credit" in n for n in none.notes)
 
 
+def _isotonic_by_hand(study, folds):
+    """Out-of-fold grades of the calibrated grader, from sklearn's parts: the
+    largest cosine to a reference in the study's fitted representation (never
+    refitted), then an isotonic regression of the grades on it per fold."""
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    rep = study.spaces["tfidf"].transformer
+    A = rep.transform(study.essays)
+    sims = np.array(
+        [
+            1.0
+            if answer in refs
+            else max(0.0, cosine_similarity(A[i], rep.transform(refs)).max())
+            for i, (answer, refs) in enumerate(zip(study.essays, study.references))
+        ]
+    )
+    out = np.empty(study.n)
+    for train, test in folds.split(sims):
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+        out[test] = iso.fit(sims[train], study.human[train]).predict(sims[test])
+    return out
+
+
 def test_reference_baseline_equals_a_direct_cross_validation(q4):
     system = make_reference_baseline(q4)
     assert (system.name, system.kind) == (REFERENCE_BASELINE, "trained")
-    X = pd.DataFrame({"answer": q4.essays, "reference": q4.references})
-    direct = cross_val_predict(
-        ReferenceSimilarityGrader(TfidfEssayVectorizer(), calibration="isotonic"),
-        X,
-        q4.human,
-        cv=KFold(3, shuffle=True, random_state=0),
-    )
-    np.testing.assert_allclose(system.scores["tfidf"], direct)
-    assert ((direct >= 0) & (direct <= 1)).all()
+    assert list(system.scores) == ["tfidf"]
+    folds = KFold(3, shuffle=True, random_state=0)
+    by_hand = _isotonic_by_hand(q4, folds)
+    np.testing.assert_allclose(system.scores["tfidf"], by_hand, atol=1e-9)
+    assert ((by_hand >= 0) & (by_hand <= 1)).all()
     # out-of-fold: not the grader fitted on every answer
-    full = ReferenceSimilarityGrader(TfidfEssayVectorizer(), calibration="isotonic")
-    assert not np.allclose(full.fit(X, q4.human).predict(X), direct)
+    X = pd.DataFrame({"answer": q4.essays, "reference": q4.references})
+    full = system.estimator["tfidf"].fit(X, q4.human).predict(X)
+    assert not np.allclose(full, by_hand)
+    # the study's representation is used as it is, never refitted
+    vocabulary = dict(q4.spaces["tfidf"].transformer.vocabulary_)
+    assert system.estimator["tfidf"].representation_.transformer is (
+        q4.spaces["tfidf"].transformer
+    )
+    assert q4.spaces["tfidf"].transformer.vocabulary_ == vocabulary
     # registered beside the others, it is graded like them
     study = Study(**{**q4.__dict__, "systems": {**q4.systems, system.name: system}})
     grading = ANALYSIS.run(study).tables["grading"].set_index("system")
     assert grading.loc[REFERENCE_BASELINE, "wrmse"] == pytest.approx(
-        weighted_rmse(q4.human, direct)
+        weighted_rmse(q4.human, by_hand)
     )
     with pytest.raises(ValueError, match="prompt '4' has no reference answers"):
         make_reference_baseline(Study(**{**q4.__dict__, "references": None}))

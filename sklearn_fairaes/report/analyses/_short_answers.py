@@ -162,6 +162,30 @@ def pool_grading(studies: Sequence[Study]) -> DataFrame:
     return pd.DataFrame(rows, columns=list(GRADING_COLUMNS))
 
 
+class _AsFitted:
+    """A fitted text representation that fit leaves as it is (and clone too).
+
+    The reference-similarity grader refits its representation in every fit;
+    the audit's baselines all read the representation fitted on the study's
+    essays (the paper's design), so the grader gets it frozen.
+    """
+
+    def __init__(self, transformer: Any) -> None:
+        self.transformer = transformer
+
+    def __sklearn_clone__(self) -> _AsFitted:
+        return self
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return True
+
+    def fit(self, X: Any, y: Any = None) -> _AsFitted:
+        return self
+
+    def transform(self, X: Any) -> Any:
+        return self.transformer.transform(X)
+
+
 def make_reference_baseline(study: Study, *, calibration: str = "isotonic") -> System:
     """The ``"reference_similarity"`` baseline: out-of-fold grades in each representation.
 
@@ -169,8 +193,9 @@ def make_reference_baseline(study: Study, *, calibration: str = "isotonic") -> S
     a calibration (so it learns from the human grades, like the other
     trained baselines) is cross-validated with the study's folds
     (``KFold(cv, shuffle=True, random_state)``) in each representation of the
-    study, whose transformer the grader clones and refits on each training
-    fold's answers and references.
+    study. As for the other baselines, the representation is the one fitted
+    on all the question's answers (the paper's design) and only the
+    calibration is learned on each training fold.
 
     Parameters
     ----------
@@ -199,7 +224,7 @@ def make_reference_baseline(study: Study, *, calibration: str = "isotonic") -> S
     >>> from sklearn_fairaes.report.analyses._short_answers import make_reference_baseline
     >>> answers = ["light makes plants grow", "plants grow with light", "rocks",
     ...            "plants need the sun", "no idea", "the sun feeds plants"]
-    >>> tfidf = TfidfEssayVectorizer(min_df=1, lemmatize=False)
+    >>> tfidf = TfidfEssayVectorizer(min_df=1, lemmatize=False).fit(answers)
     >>> study = Study(prompt="q1", prompt_text=None, essays=answers,
     ...               ids=np.arange(6), rows=np.arange(1, 7),
     ...               human=np.array([1, 1, 0, 0.5, 0, 1.0]), score_range=(0, 2),
@@ -235,7 +260,7 @@ def make_reference_baseline(study: Study, *, calibration: str = "isotonic") -> S
     graders: dict[str, Any] = {}
     for rname, space in study.spaces.items():
         graders[rname] = ReferenceSimilarityGrader(
-            clone(space.transformer), calibration=calibration
+            _AsFitted(space.transformer), calibration=calibration
         )
         scores[rname] = np.asarray(
             cross_val_predict(
