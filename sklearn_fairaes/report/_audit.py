@@ -295,15 +295,15 @@ def audit(
     Examples
     --------
     Audit an engine's scores (here a noisy copy of the human scores) on a
-    declared 0-6 scale:
+    declared 0-12 scale:
 
     >>> import numpy as np
     >>> import sklearn_fairaes as sf
     >>> df = sf.load_demo_essays().iloc[:40]
     >>> rng = np.random.default_rng(0)
-    >>> df = df.assign(engine=np.clip(df["score"] + rng.integers(-1, 2, 40), 0, 6))
+    >>> df = df.assign(engine=np.clip(df["score"] + rng.integers(-1, 2, 40), 0, 12))
     >>> res = sf.audit(df, text_col="essay", score_col="score", systems=["engine"],
-    ...                score_range=(0, 6), representations=["tfidf"],
+    ...                score_range=(0, 12), representations=["tfidf"],
     ...                paraphrases="paraphrase")
     >>> res.tables["agreement"][["prompt", "representation", "system", "kind"]].values.tolist()
     [['all', '', 'engine', 'given']]
