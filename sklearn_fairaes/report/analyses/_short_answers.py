@@ -176,6 +176,10 @@ class _AsFitted:
     def __sklearn_clone__(self) -> _AsFitted:
         return self
 
+    def __repr__(self) -> str:
+        # shown in the report's model settings, inside the grader's repr
+        return repr(self.transformer)
+
     def __sklearn_is_fitted__(self) -> bool:
         return True
 
