@@ -971,3 +971,35 @@ def test_templates_autoescape_and_refuse_undefined_names():
     for name in names:
         assert (folder / "sections" / f"{name}.html.j2").is_file(), name
     assert (folder / "layout.html.j2").is_file()
+
+
+def test_overview_lists_each_system_with_its_kind(multi):
+    _, meta, _, page = multi
+    overview = _section(page, 1)
+    table = overview.split("<caption>Scoring systems audited</caption>")[1].split(
+        "</table>"
+    )[0]
+    assert _rows(table, "engine_v3") == [["engine_v3", "given scores", "column engine_v3"]]
+    assert _rows(table, "Ridge")[0][:2] == ["Ridge", "trained baseline, out-of-fold"]
+    assert (
+        "2 combinations of representation and trained model were evaluated (2 × 1)"
+        in overview
+    )
+    assert (
+        _esc(
+            "1 given or fitted system's scores were audited under every representation (2)."
+        )
+        in overview
+    )
+    assert "<dt>Prompts</dt><dd>3: 1, 2, 3</dd>" in overview
+
+
+def test_every_title_fits_its_figure_with_one_representation():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    tables, meta = make_audit_tables(("tfidf",), ("ridge",), n_essays=10, k=1)
+    for name, fig in make_figures(tables, meta).items():
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        box = fig.get_suptitle() and fig._suptitle.get_window_extent(canvas.get_renderer())
+        assert 0 <= box.x0 and box.x1 <= fig.bbox.width, name

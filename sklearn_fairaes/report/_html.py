@@ -566,16 +566,18 @@ def _overview(
     trained = [m for m, info in systems.items() if info["kind"] == "trained"]
     combos = None
     if reps and trained:
+        n = len(reps) * len(trained)
         combos = (
-            f"{len(reps) * len(trained)} combinations of representation and trained "
-            f"model were evaluated ({len(reps)} × {len(trained)}); their predictions "
-            "are out-of-fold."
+            f"{n} combination{'s' if n != 1 else ''} of representation and trained "
+            f"model {'were' if n != 1 else 'was'} evaluated ({len(reps)} × "
+            f"{len(trained)}); the predictions are out-of-fold."
         )
     others = [m for m, info in systems.items() if info["kind"] != "trained"]
     if others and reps:
+        which = "system's scores were" if len(others) == 1 else "systems' scores were"
         combos = (combos + " " if combos else "") + (
-            f"The scores of {len(others)} given or fitted system(s) were audited under "
-            f"every representation ({len(reps)})."
+            f"{len(others)} given or fitted {which} audited under every representation "
+            f"({len(reps)})."
         )
     system_table = None
     if systems:
@@ -1481,11 +1483,9 @@ def _plan(
         for title, _ in sections:
             lacking = [p for p in prompts if p not in has[title]]
             if not lacking or (
-                analysis == "short_answers"
-                and not visible
-                and _absent_reason(meta, analysis, lacking[0]) is None
+                analysis == "short_answers" and not visible and not meta.get("short_answer")
             ):
-                continue  # not a short-answer audit: nothing to explain
+                continue  # an essay audit: no short-answer section to explain
             reasons: dict[str, list[str]] = {}
             for p in lacking:
                 reason = _absent_reason(meta, analysis, p) or (

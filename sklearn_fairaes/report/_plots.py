@@ -242,9 +242,13 @@ def _panel_axes(
     return list(axes[:n_panels]), nrows, ncols
 
 
+#: The narrowest figure, in inches: wide enough for the longest title on one panel.
+_MIN_WIDTH = 7.0
+
+
 def _figure(width: float, height: float) -> Figure:
     Figure, _ = _mpl()
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(max(width, _MIN_WIDTH), height), layout="constrained")
 
 
 def _legend(
