@@ -287,3 +287,33 @@ def test_two_asap_prompts(tmp_path):
         )
     res.save(tmp_path / "report")
     assert (tmp_path / "report" / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("reference", "sep", "match"),
+    [
+        ("", None, r"reference column 'ref' is empty in data row 3 \(prompt 'a'\)"),
+        (
+            " || ",
+            "||",
+            r"reference column 'ref' holds only separators \('\|\|'\) in data row 3",
+        ),
+    ],
+)
+def test_a_blank_reference_answer_is_refused_before_any_work(
+    two_prompts, no_work, reference, sep, match
+):
+    df = two_prompts.assign(ref="Patience is waiting calmly.")
+    df.loc[2, "ref"] = reference
+    with pytest.raises(AuditInputError, match=match):
+        sf.audit(
+            df,
+            text_col="essay",
+            score_col="score",
+            prompt_col="task",
+            reference_col="ref",
+            reference_sep=sep,
+            systems=["engine"],
+            score_range=(0, 12),
+            representations=["tfidf"],
+        )
