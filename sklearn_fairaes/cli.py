@@ -253,13 +253,10 @@ def _shown(value: str, limit: int = 40) -> str:
 
 
 def _prompt_key(value: object) -> str:
-    """A prompt id as the audit keys it (``3``, ``3.0`` and ``"3"`` are all ``"3"``)."""
-    text = str(value).strip()
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return str(int(number)) if number.is_integer() else text
+    """A prompt id as audit() keys it, so that the CLI's checks match the audit's."""
+    from .report._build import prompt_id
+
+    return prompt_id(value)
 
 
 def _pair(value: str, option: str) -> tuple[float, float]:
@@ -619,7 +616,9 @@ def _check_prompt_ids(
     if prompt_col not in frame.columns:
         return  # audit() names the missing column with the columns there are
     ids = {_prompt_key(v) for v in frame[prompt_col] if str(v).strip()}
-    unknown = [k for k in given if k not in ids]
+    # a prompt text for a prompt the data lacks is harmless (a folder of every
+    # prompt's text, used on some prompts); a scale for one is a typo in the id
+    unknown = [k for k in given if k not in ids] if option != "--prompts" else []
     if unknown:
         shown = ", ".join(map(repr, sorted(ids)[:10]))
         raise BadInput(
@@ -855,20 +854,24 @@ def _n_jobs(value: str) -> int:
     return n
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
+def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> None:
     p.add_argument(
         "--representations",
         default="bow,tfidf,sbert",
         help="comma-separated: bow, tfidf, sbert, laser (default: %(default)s)",
     )
+    which = (
+        "ridge, random_forest, gradient_boosting (short answers also "
+        "reference_similarity); default: all three when no --system-cols or "
+        "--model-file is given, else none (name them to add baselines side by side)"
+        if systems
+        else "ridge, random_forest, gradient_boosting; default: all three"
+    )
     p.add_argument(
         "--models",
         default=None,
         metavar="NAMES",
-        help="baseline models the audit trains itself, comma-separated: ridge, "
-        "random_forest, gradient_boosting (short answers also reference_similarity); "
-        "default: all three when no --system-cols or --model-file is given, else none "
-        "(name them to add baselines side by side)",
+        help=f"baseline models the audit trains itself, comma-separated: {which}",
     )
     p.add_argument("--cv", type=int, default=5, help="cross-validation folds (default: 5)")
     p.add_argument("--random-state", type=int, default=0)
@@ -1092,7 +1095,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="output folder (default: %(default)s)",
     )
-    _add_run_options(p_demo)
+    _add_run_options(p_demo, systems=False)
     p_demo.set_defaults(func=_cmd_demo)
     return parser
 

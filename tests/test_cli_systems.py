@@ -140,7 +140,7 @@ def test_parse_score_range_pair_and_table(tmp_path):
     assert parse_score_range("0,6") == (0.0, 6.0)
     assert parse_score_range(" 2 , 12 ") == (2.0, 12.0)
     table = tmp_path / "scales.csv"
-    table.write_text("prompt,low,high\n1,2,12\n7.0,0,24\n")
+    table.write_text("prompt,low,high\n1,2,12\n 7 ,0,24\n")
     assert parse_score_range(str(table)) == {"1": (2.0, 12.0), "7": (0.0, 24.0)}
     tsv = tmp_path / "scales.tsv"
     tsv.write_text("Prompt\tLow\tHigh\np1\t0\t3\n")
@@ -153,7 +153,7 @@ def test_parse_score_range_pair_and_table(tmp_path):
         (None, "--score-range must be two numbers low,high"),
         ("prompt,lo,hi\n1,0,6\n", "needs the columns prompt, low and high"),
         ("prompt,low,high\n1,0,6\n2,zero,6\n", "data row 2 (prompt '2') holds 'zero'"),
-        ("prompt,low,high\n1,0,6\n1.0,0,6\n", "prompt '1' is in data rows 1 and 2"),
+        ("prompt,low,high\n1,0,6\n1 ,0,6\n", "prompt '1' is in data rows 1 and 2"),
         ("prompt,low,high\n,0,6\n", "data row 1 has no prompt id"),
     ],
 )
@@ -282,6 +282,8 @@ def test_systems_scale_prompts_and_references_map_onto_audit(tmp_path, recorded)
     folder.mkdir()
     (folder / "p1.txt").write_text("Prompt one.")
     (folder / "p2.txt").write_text("Prompt two.")
+    # a text for a prompt the data does not have is passed on (and ignored there)
+    (folder / "p3.txt").write_text("Prompt three.")
     kw = recorded(
         tmp_path,
         *FAST,
@@ -303,7 +305,11 @@ def test_systems_scale_prompts_and_references_map_onto_audit(tmp_path, recorded)
     assert kw["systems"] == {"engine": "engine", "v2": "score"}
     assert kw["score_range"] == (0.0, 12.0)
     assert kw["prompt_col"] == "prompt"
-    assert kw["prompts"] == {"p1": "Prompt one.", "p2": "Prompt two."}
+    assert kw["prompts"] == {
+        "p1": "Prompt one.",
+        "p2": "Prompt two.",
+        "p3": "Prompt three.",
+    }
     assert (kw["reference_col"], kw["reference_sep"]) == ("essay_id", "||")
     assert kw["models"] == ["ridge"] and "refit" not in kw
 
