@@ -42,7 +42,8 @@ def _study(spaces, systems, human, **kwargs):
         prompt_text=None,
         essays=[f"essay number {k}" for k in range(n)],
         ids=np.array([f"id{k}" for k in range(n)], dtype=object),
-        rows=np.arange(1, n + 1),
+        # the essays' rows in the user's table: one prompt's rows are not 1..n
+        rows=3 * np.arange(n) + 2,
         human=human,
         score_range=(0.0, 4.0),
         score_range_source="declared",
@@ -287,8 +288,8 @@ def test_extreme_pairs_match_argsort(toy):
     out = EXTREMES.run(toy)
     ext = out.tables["extreme_pairs"]
     assert list(ext.columns) == [
-        "representation", "which", "rank", "row_a", "row_b", "id_a", "id_b", "distance",
-        "text_a", "text_b", "score_a", "score_b",
+        "representation", "which", "rank", "row_a", "row_b", "data_row_a", "data_row_b",
+        "id_a", "id_b", "distance", "text_a", "text_b", "score_a", "score_b",
     ]  # fmt: skip
     pairs = _condensed_index_pairs(N)
     for rname, space in toy.spaces.items():
@@ -302,6 +303,8 @@ def test_extreme_pairs_match_argsort(toy):
             ]
             np.testing.assert_allclose(part["distance"], d[ranks])
             a, b = part["row_a"].to_numpy(), part["row_b"].to_numpy()
+            assert part["data_row_a"].tolist() == [3 * k + 2 for k in a]
+            assert part["data_row_b"].tolist() == [3 * k + 2 for k in b]
             assert part["id_a"].tolist() == [f"id{k}" for k in a]
             assert part["text_b"].tolist() == [f"essay number {k}" for k in b]
             np.testing.assert_array_equal(part["score_a"], toy.human[a])

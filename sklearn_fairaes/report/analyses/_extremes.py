@@ -6,7 +6,8 @@ prompt), per representation:
 * ``"extreme_pairs"``: the ``k_extreme`` nearest and farthest pairs of
   essays, with their ids, texts and human scores (``row_a``/``row_b`` are
   the essays' positions in the study, from 0, as the pair metrics'
-  ``i``/``j``);
+  ``i``/``j``; ``data_row_a``/``data_row_b`` their rows in the user's
+  table, from 1, header not counted);
 * ``"extreme_pair_features"``: the interpretable features of the nearest and
   of the farthest pair's two essays, min-max scaled over the study's
   essays;
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["ANALYSIS", "ExtremesAnalysis"]
 
 EXTREME_PAIR_COLUMNS = [
-    "representation", "which", "rank", "row_a", "row_b", "id_a", "id_b", "distance",
-    "text_a", "text_b", "score_a", "score_b",
+    "representation", "which", "rank", "row_a", "row_b", "data_row_a", "data_row_b", "id_a",
+    "id_b", "distance", "text_a", "text_b", "score_a", "score_b",
 ]  # fmt: skip
 EXTREME_FEATURE_COLUMNS = ["representation", "which", "feature", "value_a", "value_b"]
 PROFILE_COLUMNS = ["representation", "group", "feature", "mean_abs_diff"]
@@ -197,6 +198,8 @@ class ExtremesAnalysis:
                             rank + 1,
                             a,
                             b,
+                            int(study.rows[a]),
+                            int(study.rows[b]),
                             study.ids[a],
                             study.ids[b],
                             float(part["distance"][rank]),
