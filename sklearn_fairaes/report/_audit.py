@@ -40,6 +40,7 @@ from ._build import (
     REPRESENTATION_NAMES,
     AuditInputError,
     Plan,
+    Progress,
     build_studies,
     describe_model,
     plan_audit,
@@ -346,8 +347,12 @@ def audit(
         grammar=grammar,
         settings=settings,
     )
-    studies, empty_vectors = build_studies(plan, progress=progress)
-    runs = {a.name: _run(a, studies) for a in ORDER}
+    bar = Progress(progress, Progress.steps(plan, len(ORDER)))
+    try:
+        studies, empty_vectors = build_studies(plan, bar)
+        runs = {a.name: _run(a, studies, bar) for a in ORDER}
+    finally:
+        bar.close()
     tables = _stack(studies, runs)
     tables.update(_data_tables(studies))
     meta = _meta(plan, studies, runs, started, title)
@@ -355,12 +360,15 @@ def audit(
     return AuditResult(tables, meta)
 
 
-def _run(analysis: Any, studies: Sequence[Study]) -> list[AnalysisOutput | str]:
+def _run(
+    analysis: Any, studies: Sequence[Study], bar: Progress
+) -> list[AnalysisOutput | str]:
     """The analysis's output on each study, or the reason it is absent there."""
     out: list[AnalysisOutput | str] = []
     for study in studies:
         reason = analysis.absent(study)
         out.append(analysis.run(study) if reason is None else reason)
+        bar.tick(f"{study.prompt}: {analysis.name}")
     return out
 
 

@@ -1124,12 +1124,21 @@ class Progress:
             return
         self.bar = tqdm(total=self.total, desc="audit", unit="step", leave=False)
 
+    @staticmethod
+    def steps(plan: Plan, n_analyses: int) -> int:
+        """The ticks of a whole audit: building each study, then each analysis on it."""
+        per_rep = len([m for m in plan.trained if m != REFERENCE_MODEL]) + 1
+        per_study = 2 + len(plan.representations) * per_rep + n_analyses
+        return len(plan.prompts) * per_study
+
     def tick(self, label: str) -> None:
+        """Advance the bar by one step, showing ``label``."""
         if self.bar is not None:
             self.bar.set_postfix_str(label)
             self.bar.update(1)
 
     def close(self) -> None:
+        """Remove the bar."""
         if self.bar is not None:
             self.bar.close()
 
@@ -1286,7 +1295,7 @@ def pair_space(rname: str, rep: Any, X: Any, settings: Settings) -> PairSpace:
     return PairSpace(rname, rep, X, X, "cosine", sample_distances(X, i, j), (i, j))
 
 
-def build_studies(plan: Plan, progress: bool = False) -> tuple[list[Study], dict[str, int]]:
+def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, int]]:
     """One study per prompt, and how many essays became empty vectors per representation.
 
     See the module docstring for the order of the work.
@@ -1302,21 +1311,16 @@ def build_studies(plan: Plan, progress: bool = False) -> tuple[list[Study], dict
             plan.text_col,
             f" of prompt {p!r}" if several else "",
         )
-    n_reps = len(plan.representations)
-    bar = Progress(progress, len(plan.prompts) * (2 + n_reps * (len(plan.trained) + 1)))
     empty: dict[str, int] = dict.fromkeys(plan.representations, 0)
     studies = []
-    try:
-        for p in plan.prompts:
-            study = _study(plan, p, fitted_scores, represented[p], bar)
-            for rname, space in study.spaces.items():
-                k, note = _empty_vector_note(rname, space.X, study.ids)
-                empty[rname] += k
-                if note is not None:
-                    study.notes.insert(0, note)
-            studies.append(study)
-    finally:
-        bar.close()
+    for p in plan.prompts:
+        study = _study(plan, p, fitted_scores, represented[p], bar)
+        for rname, space in study.spaces.items():
+            k, note = _empty_vector_note(rname, space.X, study.ids)
+            empty[rname] += k
+            if note is not None:
+                study.notes.insert(0, note)
+        studies.append(study)
     return studies, empty
 
 
