@@ -40,8 +40,8 @@ _CONTRACT = {
     "trend": ["representation", "system", "n_bins", "spearman_rho", "spearman_pvalue"],
     "distance_distribution": ["representation", "series", "bin_left", "bin_right", "density"],
     "extreme_pairs": [
-        "representation", "which", "rank", "row_a", "row_b", "id_a", "id_b", "distance",
-        "text_a", "text_b", "score_a", "score_b",
+        "representation", "which", "rank", "row_a", "row_b", "data_row_a", "data_row_b",
+        "id_a", "id_b", "distance", "text_a", "text_b", "score_a", "score_b",
     ],
     "extreme_pair_features": ["representation", "which", "feature", "value_a", "value_b"],
     "feature_profile": ["representation", "group", "feature", "mean_abs_diff"],
@@ -231,6 +231,7 @@ def make_audit_tables(
                     score_range=score_range,
                     hostile_text=hostile_text,
                     id_prefix=prefix,
+                    row_offset=index * n_essays,
                 ),
             )
         )
@@ -380,6 +381,7 @@ def _prompt_tables(
     score_range,
     hostile_text,
     id_prefix,
+    row_offset,
 ):
     """One prompt's tables, without the prompt column."""
     ids = [f"{id_prefix}E{i:04d}" for i in range(n_essays)]
@@ -536,6 +538,10 @@ def _prompt_tables(
                         "rank": rank,
                         "row_a": a,
                         "row_b": b,
+                        # the user's data rows (from 1): this prompt's rows come
+                        # after the earlier prompts' and the header
+                        "data_row_a": row_offset + a + 1,
+                        "data_row_b": row_offset + b + 1,
                         "id_a": ids[a],
                         "id_b": ids[b],
                         "distance": float(

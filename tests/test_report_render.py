@@ -1003,3 +1003,17 @@ def test_every_title_fits_its_figure_with_one_representation():
         canvas.draw()
         box = fig.get_suptitle() and fig._suptitle.get_window_extent(canvas.get_renderer())
         assert 0 <= box.x0 and box.x1 <= fig.bbox.width, name
+
+
+def test_essays_of_a_pair_name_their_row_in_the_users_data(multi):
+    tables, _, _, page = multi
+    pairs = tables["extreme_pairs"]
+    top = pairs[(pairs["prompt"] == "2") & (pairs["which"] == "nearest")].iloc[0]
+    assert top["data_row_a"] == 11  # the first essay of the second prompt of 10
+    head = f"<b>Essay A</b> · id {top['id_a']} · data row 11 · human score "
+    assert head in _part(page, 4)
+    # without the audit's data rows, the essay's position + 1
+    single = pairs[pairs["prompt"] == "1"].drop(columns=["data_row_a", "data_row_b"])
+    page = render_html({"extreme_pairs": single}, {}, {})
+    first = single[single["which"] == "farthest"].iloc[0]
+    assert f"id {first['id_b']} · data row {first['row_b'] + 1} · " in page

@@ -483,8 +483,11 @@ def _absent_reason(meta: Mapping[str, Any], analysis: str, prompt: str) -> str |
     return None if reason is None else str(reason).strip().rstrip(".")
 
 
-def _warnings(meta: Mapping[str, Any], prompt: str | None) -> list[str]:
-    """Warnings on distances, for one prompt (None: all, prefixed with their prompt)."""
+def _warnings(
+    meta: Mapping[str, Any], prompt: str | None, *, multi: bool = False
+) -> list[str]:
+    """Warnings on distances, for one prompt (None: all; with ``multi``, each
+    prefixed with its prompt)."""
     out = []
     for w in meta.get("warnings") or []:
         if not isinstance(w, Mapping):
@@ -492,7 +495,8 @@ def _warnings(meta: Mapping[str, Any], prompt: str | None) -> list[str]:
         where = w.get("prompt")
         message = str(w.get("message", ""))
         if prompt is None:
-            out.append(f"Prompt {where}: {message}" if where is not None else message)
+            named = multi and where is not None
+            out.append(f"Prompt {where}: {message}" if named else message)
         elif where is None or str(where) == prompt:
             out.append(message)
     return out
@@ -627,7 +631,7 @@ def _overview(
         "systems": system_table,
         "features": feature_text,
         "left_out": omitted + left_out,
-        "warnings": _warnings(meta, None),
+        "warnings": _warnings(meta, None, multi=multi),
         "notes": [str(n) for n in meta.get("notes") or []],
     }
 
@@ -889,14 +893,29 @@ def _agreement(
     return out
 
 
-def _essay(label: str, essay_id: object, row: object, score: object, text: object) -> dict:
-    head = f"{label}"
+def _essay(
+    label: str, essay_id: object, row: object, score: object, text: object
+) -> dict[str, str]:
+    """One essay of a pair; ``row`` is its row in the user's data (from 1)."""
     details = [f"id {essay_id}"]
     if not _missing(row):
-        details.append(f"row {_text(_num(row))}")
+        details.append(f"data row {_text(_num(row))}")
     if not _missing(score):
         details.append(f"human score {_text(_score(score))}")
-    return {"label": head, "details": " · ".join([""] + details), "text": str(text)}
+    return {"label": label, "details": " · ".join([""] + details), "text": str(text)}
+
+
+def _data_row(pair: Mapping[str, Any], end: str) -> object:
+    """The user's data row (from 1) of essay ``end`` ("a"/"b") of a pair.
+
+    ``data_row_a``/``data_row_b`` when the audit gives them (the row in the
+    user's table, whatever the prompt), else the essay's position + 1.
+    """
+    row = pair.get(f"data_row_{end}")
+    if not _missing(row):
+        return row
+    position = pair.get(f"row_{end}")
+    return None if _missing(position) else int(cast(SupportsInt, position)) + 1
 
 
 def _extremes(
@@ -927,10 +946,18 @@ def _extremes(
                     "heading": f"{which.capitalize()} pair: essays {top['id_a']} and "
                     f"{top['id_b']} (cosine distance {_text(_num(top['distance']))})",
                     "a": _essay(
-                        "Essay A", top["id_a"], top["row_a"], top["score_a"], top["text_a"]
+                        "Essay A",
+                        top["id_a"],
+                        _data_row(top, "a"),
+                        top["score_a"],
+                        top["text_a"],
                     ),
                     "b": _essay(
-                        "Essay B", top["id_b"], top["row_b"], top["score_b"], top["text_b"]
+                        "Essay B",
+                        top["id_b"],
+                        _data_row(top, "b"),
+                        top["score_b"],
+                        top["text_b"],
                     ),
                 }
             )
