@@ -317,3 +317,36 @@ def test_a_blank_reference_answer_is_refused_before_any_work(
             score_range=(0, 12),
             representations=["tfidf"],
         )
+
+
+def test_above_the_condensed_limit_the_pairs_are_walked_not_held(two_prompts, monkeypatch):
+    """The same Lipschitz numbers from the vectors (cosine, in blocks) as from condensed distances."""
+    from sklearn_fairaes.report import _build
+
+    kwargs = {
+        "text_col": "essay",
+        "score_col": "score",
+        "prompt_col": "task",
+        "systems": ["engine"],
+        "score_range": (0, 12),
+        "representations": ["tfidf"],
+        "paraphrases": "paraphrase",
+    }
+    held = sf.audit(two_prompts, **kwargs)
+    monkeypatch.setattr(
+        _build, "MAX_CONDENSED", 20
+    )  # prompt 'a' (24) is walked, 'b' (16) held
+    monkeypatch.setattr(_build, "DIST_SAMPLE", 500)
+    walked = sf.audit(two_prompts, **kwargs)
+    cols = ["prompt", "system", "n_pairs", "n_satisfied_minmax", "n_satisfied_max"]
+    pd.testing.assert_frame_equal(
+        walked.tables["lipschitz"][cols], held.tables["lipschitz"][cols]
+    )
+    np.testing.assert_allclose(
+        walked.tables["lipschitz"]["lipschitz_minmax"],
+        held.tables["lipschitz"]["lipschitz_minmax"],
+    )
+    notes = [n for n in walked.meta["notes"] if "random pairs" in n]
+    assert len(notes) == 1 and notes[0].startswith(
+        "Prompt 'a': tfidf: distance distributions"
+    )
