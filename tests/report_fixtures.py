@@ -75,7 +75,7 @@ _CONTRACT = {
     "perturbation_examples": ["representation", "perturbation", "id", "edit_preview", "note"],
     "grading": ["representation", "system", "n", "rmse", "wrmse"],
     "reference_coverage": [
-        "n_references", "mean_score", "ci_low", "ci_high", "share_below_threshold",
+        "representation", "n_references", "mean_score", "ci_low", "ci_high", "share_below_threshold",
         "n_questions", "n_held_out",
     ],
 }  # fmt: skip
@@ -667,6 +667,7 @@ def _prompt_tables(
         tables["reference_coverage"] = pd.DataFrame(
             [
                 {
+                    "representation": reps[0],
                     "n_references": m,
                     "mean_score": 0.6 + 0.05 * i,
                     "ci_low": 0.55 + 0.05 * i,

@@ -692,18 +692,41 @@ def _wide(
     )
 
 
+def _prompt_sizes(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompts: Sequence[str]
+) -> dict[str, Any]:
+    """Essays per prompt: ``meta["n_essays_by_prompt"]``, else the rows of the
+    per-essay tables, else the largest ``n`` of the agreement or grading rows."""
+    by_prompt = meta.get("n_essays_by_prompt")
+    if isinstance(by_prompt, Mapping):
+        return {str(k): v for k, v in by_prompt.items()}
+    for name, column in (
+        ("predictions", None),
+        ("features", None),
+        ("agreement", "n"),
+        ("grading", "n"),
+    ):
+        table = tables.get(name)
+        if table is None or not len(table) or "prompt" not in table.columns:
+            continue
+        if column is not None and column not in table.columns:
+            continue
+        prompt = table["prompt"].astype(str)
+        return {
+            p: (
+                int((prompt == p).sum())
+                if column is None
+                else table.loc[prompt == p, column].max()
+            )
+            for p in prompts
+        }
+    return {}
+
+
 def _summary(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompts: Sequence[str]
 ) -> dict[str, Any]:
-    sizes: dict[str, Any] = {}
-    by_prompt = meta.get("n_essays_by_prompt")
-    if isinstance(by_prompt, Mapping):
-        sizes = {str(k): v for k, v in by_prompt.items()}
-    elif _present(tables, "agreement") and "prompt" in tables["agreement"]:
-        agreement = tables["agreement"]
-        for p in prompts:
-            n = agreement.loc[agreement["prompt"].astype(str) == p, "n"]
-            sizes[p] = n.max() if len(n) else None
+    sizes = _prompt_sizes(tables, meta, prompts)
     scales = []
     for p in prompts:
         scale = _scale(meta, p)
@@ -721,6 +744,11 @@ def _summary(
         "agreement": None,
         "lipschitz": None,
         "grading": None,
+        # why a table is missing, when the audit said so (the same for every prompt)
+        "reasons": {
+            name: _absent_reason(meta, name, prompts[0])
+            for name in ("agreement", "lipschitz")
+        },
     }
     if _present(tables, "agreement"):
         agreement = tables["agreement"]
@@ -764,8 +792,9 @@ def _summary(
             prompts,
             meta,
             pooled_label="All questions",
-            caption="Weighted RMSE of the grades (scaled to 0–1) per question set; "
-            "lower is better",
+            caption="Weighted RMSE of the grades (scaled to 0–1) per question set, "
+            "and over all questions' answers together (not a mean of the questions' "
+            "values); lower is better",
         )
     return out
 
@@ -1433,10 +1462,12 @@ def _short_answers(
         table = tables["reference_coverage"]
         _check_table(table, "reference_coverage", ["n_references", "mean_score"])
         columns = [c for c in _COVERAGE_COLUMNS if c in table.columns]
+        with_rep = "representation" in table.columns
         out["coverage"] = _table(
-            [_COVERAGE_COLUMNS[c][0] for c in columns],
+            ["Representation"] * with_rep + [_COVERAGE_COLUMNS[c][0] for c in columns],
             [
-                [_COVERAGE_COLUMNS[c][1](r[c]) for c in columns]
+                [_rep(r["representation"])] * with_rep
+                + [_COVERAGE_COLUMNS[c][1](r[c]) for c in columns]
                 for r in table.to_dict("records")
             ],
             caption="Reference coverage: how a zero-shot similarity grader scores fully "
@@ -1655,16 +1686,14 @@ def render_html(
         )
     else:
         toc.append({"anchor": "section-2", "title": SUMMARY_TITLE})
+        sizes = _prompt_sizes(frames, meta, prompts)
         for k, p in enumerate(prompts, start=1):
             number = k + 2
             analyses = numbered(f"{number}.", 1)
             anchor = f"part-{number}"
             toc.append({"anchor": anchor, "title": f"Prompt {p}"})
             ptables = prompt_tables(frames, p)
-            sizes = meta.get("n_essays_by_prompt")
-            n = sizes.get(p) if isinstance(sizes, Mapping) else None
-            if n is None and _present(ptables, "agreement"):
-                n = ptables["agreement"]["n"].max()
+            n = sizes.get(p)
             parts.append(
                 {
                     "heading": {

@@ -303,6 +303,7 @@ def plot_lipschitz(
     Returns
     -------
     fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
 
     Examples
     --------
@@ -400,6 +401,7 @@ def plot_extreme_pairs(
     Returns
     -------
     fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
 
     Examples
     --------
@@ -507,6 +509,7 @@ def plot_feature_profile(
     Returns
     -------
     fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
 
     Examples
     --------
@@ -597,6 +600,7 @@ def plot_distance_distribution(
     Returns
     -------
     fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
 
     Examples
     --------
@@ -699,6 +703,7 @@ def plot_score_distance(
     Returns
     -------
     fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
 
     Raises
     ------
@@ -819,6 +824,7 @@ def plot_group_agreement(
     Returns
     -------
     fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
 
     Examples
     --------
@@ -925,6 +931,7 @@ def plot_group_lipschitz(
     Returns
     -------
     fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
 
     Examples
     --------
@@ -1022,6 +1029,7 @@ def figure_key(name: str, prompt: str | None = None) -> str:
     Returns
     -------
     key : str
+        The figure's key.
 
     Examples
     --------
@@ -1040,6 +1048,18 @@ def audit_prompts(
     ``meta["prompts"]`` when given, else the ``prompt`` values of the tables
     in order of appearance; ``["all"]`` for tables without a ``prompt``
     column (an audit of one prompt, or tables built by hand).
+
+    Parameters
+    ----------
+    tables : dict of str to pandas.DataFrame
+        The audit's tables.
+    meta : dict or None
+        The audit's metadata.
+
+    Returns
+    -------
+    prompts : list of str
+        The prompt ids, never ``"pooled"``.
 
     Examples
     --------
@@ -1064,6 +1084,18 @@ def prompt_tables(
     tables: Mapping[str, pd.DataFrame | None], prompt: str
 ) -> dict[str, pd.DataFrame]:
     """One prompt's rows of every table (tables without a ``prompt`` column whole).
+
+    Parameters
+    ----------
+    tables : dict of str to pandas.DataFrame
+        The audit's tables; None values are left out.
+    prompt : str
+        The prompt id.
+
+    Returns
+    -------
+    tables : dict of str to pandas.DataFrame
+        The same names, each with the rows whose ``prompt`` is ``prompt``.
 
     Examples
     --------
