@@ -342,6 +342,7 @@ def test_given_score_outside_the_inferred_scale_is_refused(demo, no_work):
         ({"models": {"human": Ridge()}}, r"model name 'human' is reserved"),
         ({"models": ["reference_similarity"]}, r"'reference_similarity' grades answers .* give reference_col"),
         ({"models": []}, r"models is empty"),
+        ({"refit": False}, r"refit=False says which models are fitted estimators, but models= is not given"),
     ],
 )  # fmt: skip
 def test_bad_systems_and_models_are_refused_before_any_work(demo, no_work, kwargs, match):

@@ -934,8 +934,9 @@ def _models(
         models = () if have_given else MODEL_NAMES
         if refit is not True:
             raise AuditInputError(
-                "refit names fitted models in models=, which is not given; pass "
-                "models={name: fitted_estimator} with refit=False"
+                f"refit={short(refit)} says which models are fitted estimators, but "
+                f"models= is not given; pass models={{name: fitted_estimator}} with "
+                f"refit=False"
             )
     if isinstance(refit, bool):
         if refit:
