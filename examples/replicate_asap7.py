@@ -227,7 +227,12 @@ def _fmt(x, digits):
 
 
 def compare(result, *, n_terms):
-    """Long table: one row per recorded cell, with ours and the difference."""
+    """Long table: one row per recorded cell, with ours and the difference.
+
+    The audit's tables name a scoring system ``system`` and carry a
+    ``prompt`` column (one prompt here, ``"all"``); the comparison keeps the
+    paper's word, ``model``, for its trained models.
+    """
     import pandas as pd
 
     t = result.tables
@@ -246,7 +251,7 @@ def compare(result, *, n_terms):
             }
         )
 
-    agree = t["agreement"].set_index(["representation", "model"])
+    agree = t["agreement"].set_index(["representation", "system"])
     hh = t["human_agreement"]["qwk"].iloc[0] if "human_agreement" in t else None
     add("human", "", "human-human", "qwk", hh, HUMAN_HUMAN_QWK)
     for (rep, model), (q, deg, smd) in PAPER_AGREEMENT.items():
@@ -258,7 +263,7 @@ def compare(result, *, n_terms):
         add("table2", rep, model, "degradation_truncated", hh - row["qwk_truncated"], deg)
         add("table2", rep, model, "degradation_rounded", hh - row["qwk"], None)
         add("table2", rep, model, "abs_smd", row["abs_smd_paper"], smd)
-    lip = t["lipschitz"].set_index(["representation", "model"])
+    lip = t["lipschitz"].set_index(["representation", "system"])
     for (rep, model), (mm, mx) in PAPER_LIPSCHITZ.items():
         if (rep, model) not in lip.index:
             continue
@@ -266,7 +271,7 @@ def compare(result, *, n_terms):
         add("table3", rep, model, "lipschitz_minmax_pct", 100 * row["lipschitz_minmax"], mm)
         add("table3", rep, model, "lipschitz_max_pct", 100 * row["lipschitz_max"], mx)
     curve = t["score_distance"]
-    five = curve[curve["n_bins"] == 5].set_index(["representation", "model", "bin"])
+    five = curve[curve["n_bins"] == 5].set_index(["representation", "system", "bin"])
     for (rep, model), values in PAPER_BINS.items():
         for b, paper in enumerate(values, start=1):
             key = (rep, model, b)
