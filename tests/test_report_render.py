@@ -41,6 +41,7 @@ from sklearn_fairaes.report._html import (  # noqa: E402
 )
 from sklearn_fairaes.report._plots import (  # noqa: E402
     FIGURE_NAMES,
+    MODEL_LABELS,
     figure_key,
     make_figures,
     model_colors,
@@ -1017,3 +1018,41 @@ def test_essays_of_a_pair_name_their_row_in_the_users_data(multi):
     page = render_html({"extreme_pairs": single}, {}, {})
     first = single[single["which"] == "farthest"].iloc[0]
     assert f"id {first['id_b']} · data row {first['row_b'] + 1} · " in page
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    system=st.text(min_size=1, max_size=30).filter(
+        # names with a display label ("ridge" -> "Ridge") are shown by that label
+        lambda s: s.strip() and s not in ("pooled", "all", *MODEL_LABELS)
+    ),
+    prompt=st.text(min_size=1, max_size=30).filter(
+        lambda s: s.strip() and s not in ("pooled", "2")
+    ),
+)
+def test_system_names_and_prompt_ids_never_change_the_markup(system, prompt):
+    def page(system, prompt):
+        lipschitz = pd.DataFrame(
+            [
+                {"prompt": p, "representation": "bow", "system": m,
+                 "lipschitz_minmax": 0.9, "lipschitz_max": 0.95, "n_pairs": 45}
+                for p in (prompt, "2", "pooled")
+                for m in (system, "human")
+            ]
+        )  # fmt: skip
+        meta = {
+            "prompts": [prompt, "2"],
+            "systems": {system: {"kind": "given", "description": system}},
+            "score_ranges": {prompt: [0, 6, "declared"], "2": [1, 4, "inferred"]},
+            "absent_sections": {"paraphrase": {prompt: system}},
+        }
+        return render_html({"lipschitz": lipschitz}, meta, {})
+
+    hostile = page(system, prompt)
+    plain = page("sys", "one")
+    # escaped text holds no "<" or ">": the tags are the same whatever the names
+    assert hostile.count("<") == plain.count("<")
+    assert hostile.count(">") == plain.count(">")
+    assert f"Prompt {_esc(prompt)}</h2>" in hostile
+    # the summary's column, the part's column header, the systems table (twice)
+    assert hostile.count(f">{_esc(system)}<") >= 4
