@@ -14,6 +14,7 @@ from scipy.spatial.distance import pdist
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
 from sklearn.metrics import cohen_kappa_score
+from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.pipeline import Pipeline, make_pipeline
 
 import sklearn_fairaes as sf
@@ -371,3 +372,20 @@ def test_a_model_that_cannot_score_texts_is_refused(demo, no_work):
             refit=False,
             representations=["tfidf"],
         )
+
+
+def test_dict_values_may_be_names(demo):
+    res = sf.audit(
+        demo,
+        text_col="essay",
+        score_col="score",
+        representations={"words": "bow"},
+        models={"mine": "ridge"},
+        cv=3,
+        paraphrases="paraphrase",
+    )
+    essays, y = list(demo["essay"]), demo["score"].to_numpy(float)
+    X = sf.BowVectorizer().fit_transform(essays)
+    expected = cross_val_predict(Ridge(), X, y, cv=KFold(3, shuffle=True, random_state=0))
+    np.testing.assert_allclose(res.tables["predictions"]["words+mine"], expected)
+    assert res.meta["model_settings"] == {"mine": "Ridge()"}

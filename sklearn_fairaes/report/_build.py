@@ -153,9 +153,12 @@ def named(
     allow_empty: bool = False,
     **kw: Any,
 ) -> dict[str, Any]:
-    """Names (a list or one comma-separated string) or a dict name -> object, as a dict."""
+    """Names (a list or one comma-separated string) or a dict name -> object, as a dict.
+
+    A dict value that is a name (``{"ridge": "ridge"}``) is made by ``factory``.
+    """
     if isinstance(objs, Mapping):
-        out = dict(objs)
+        out = {k: factory(v, **kw) if isinstance(v, str) else v for k, v in objs.items()}
     else:
         out = {n: factory(n, **kw) for n in _names(objs, kind)}
     if not out and not allow_empty:
