@@ -1056,3 +1056,12 @@ def test_system_names_and_prompt_ids_never_change_the_markup(system, prompt):
     assert f"Prompt {_esc(prompt)}</h2>" in hostile
     # the summary's column, the part's column header, the systems table (twice)
     assert hostile.count(f">{_esc(system)}<") >= 4
+
+
+def test_scores_are_shown_without_trailing_zeros():
+    from sklearn_fairaes.report._html import _score
+
+    assert [_score(v).text for v in (2.0, 2.5, 0.125, 1 / 3, 12_000.0)] == [
+        "2", "2.5", "0.125", "0.333", "12,000",
+    ]  # fmt: skip
+    assert _score(float("nan")).kind == "na"

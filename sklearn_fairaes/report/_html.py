@@ -237,12 +237,15 @@ def _num(value: object, digits: int = 3) -> Cell:
 
 
 def _score(value: object) -> Cell:
-    """A score: whole numbers without decimals (scores are often stored as floats)."""
+    """A score: no trailing zeros (scores are often whole numbers stored as floats,
+    or halves: ``2.0`` -> ``2``, ``2.5`` -> ``2.5``), at most 3 decimals."""
     if _missing(value) or isinstance(value, (bool, np.bool_)):
         return _num(value)
-    if isinstance(value, numbers.Real) and float(value).is_integer():
-        # every concrete real type has __int__; the numbers.Real ABC omits it
-        return Cell(f"{int(cast(SupportsInt, value)):,}", numeric=True)
+    if isinstance(value, numbers.Real) and math.isfinite(float(value)):
+        if float(value).is_integer():
+            # every concrete real type has __int__; the numbers.Real ABC omits it
+            return Cell(f"{int(cast(SupportsInt, value)):,}", numeric=True)
+        return Cell(f"{float(value):.3f}".rstrip("0"), numeric=True)
     return _num(value)
 
 
