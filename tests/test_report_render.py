@@ -1065,3 +1065,21 @@ def test_scores_are_shown_without_trailing_zeros():
         "2", "2.5", "0.125", "0.333", "12,000",
     ]  # fmt: skip
     assert _score(float("nan")).kind == "na"
+
+
+def test_prompt_ids_of_the_metadata_may_be_numbers():
+    tables, meta = make_audit_tables(
+        ("bow",), ("ridge",), prompts=("1", "2"), n_essays=8, k=1, perturbations=None
+    )
+    meta.update(
+        prompts=[1, 2],
+        score_ranges={1: [0, 6, "declared"], 2: [1, 4, "inferred"]},
+        absent_sections={"groups": {1: "one group only", 2: "one group only"}},
+    )
+    page = render_html({k: v for k, v in tables.items() if k not in GROUP_TABLES}, meta, {})
+    assert _rows(page, "1")[0][2:] == ["0", "6", "declared"]
+    assert _rows(page, "2")[0][2:] == ["1", "4", "inferred from the human scores"]
+    assert "<b>Group view</b> — one group only" in page
+    figures = make_figures(tables, meta)
+    ax = figures[figure_key("score_distance_5", "1")].axes[0]
+    assert ax.get_ylabel() == "Mean |Δscore| (points, scale 0–6)"

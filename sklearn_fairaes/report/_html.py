@@ -451,7 +451,12 @@ def _system_order(meta: Mapping[str, Any]) -> list[str]:
 def _scale(meta: Mapping[str, Any], prompt: str) -> tuple[Any, Any, str] | None:
     """``(lo, hi, source)`` of a prompt's score scale, from the metadata."""
     ranges = meta.get("score_ranges")
-    scale = ranges.get(prompt) if isinstance(ranges, Mapping) else None
+    # prompt ids are text in the tables; the metadata's keys may be the data's own
+    scale = (
+        {str(k): v for k, v in ranges.items()}.get(prompt)
+        if isinstance(ranges, Mapping)
+        else None
+    )
     source = None
     if scale is None:
         scale, source = meta.get("score_range"), meta.get("score_range_source")
@@ -481,7 +486,7 @@ def _absent_reason(meta: Mapping[str, Any], analysis: str, prompt: str) -> str |
         return None
     reason = absent[analysis]
     if isinstance(reason, Mapping):
-        reason = reason.get(prompt)
+        reason = {str(k): v for k, v in reason.items()}.get(prompt)
     # the templates end the sentence
     return None if reason is None else str(reason).strip().rstrip(".")
 

@@ -1118,7 +1118,12 @@ def prompt_tables(
 def _scale_of(meta: Mapping[str, Any], prompt: str) -> tuple[float, float] | None:
     """The prompt's score scale ``(lo, hi)`` from the audit's metadata, if recorded."""
     ranges = meta.get("score_ranges")
-    scale = ranges.get(prompt) if isinstance(ranges, Mapping) else None
+    # prompt ids are text in the tables; the metadata's keys may be the data's own
+    scale = (
+        {str(k): v for k, v in ranges.items()}.get(prompt)
+        if isinstance(ranges, Mapping)
+        else None
+    )
     if scale is None:
         scale = meta.get("score_range")
     if isinstance(scale, Sequence) and not isinstance(scale, str) and len(scale) >= 2:
