@@ -2,7 +2,8 @@
 
 The wheel must hold the package and nothing else: no tests, no test data, no
 benchmark or example scripts, and no third-party text. The only data files
-allowed are the demo corpus we wrote and the typing marker. When the ASAP
+allowed are the demo corpus we wrote, the report's templates and the typing
+marker. When the ASAP
 prompt-7 file is beside the repository (../shared/data), every essay's opening
 is also searched for in the wheel's text files, so that a copied row fails the
 build whatever file it hides in.
@@ -24,6 +25,14 @@ ALLOWED_DATA = {
     "sklearn_fairaes/datasets/data/demo_essays.jsonl",
     "sklearn_fairaes/datasets/data/demo_prompt.txt",
     "sklearn_fairaes/datasets/data/demo_rubric.md",
+}
+# The report's Jinja2 templates and style sheet (ours): any such file under this
+# folder, so that a new analysis's template needs no entry here. Their text is
+# searched for ASAP essays like every other text file.
+TEMPLATES = ("sklearn_fairaes/report/templates/", (".html.j2", ".css"))
+REQUIRED_TEMPLATES = {
+    "sklearn_fairaes/report/templates/layout.html.j2",
+    "sklearn_fairaes/report/templates/report.css",
 }
 ROOT = Path(__file__).resolve().parents[1]
 ASAP7 = ROOT.parent / "shared/data/asap-aes/asap_aes_prompt7.tsv"
@@ -68,13 +77,16 @@ def check_wheel(path: Path) -> None:
         if tests:
             fail(f"{path.name} holds test files: {tests[:5]}")
         data = sorted(n for n in package if not n.endswith(".py"))
-        unexpected = [n for n in data if n not in ALLOWED_DATA]
+        templates = {
+            n for n in data if n.startswith(TEMPLATES[0]) and n.endswith(TEMPLATES[1])
+        }
+        unexpected = [n for n in data if n not in ALLOWED_DATA and n not in templates]
         if unexpected:
             fail(
                 f"{path.name} holds data files that are not ours: {unexpected}; "
                 "package data must be written for the package (see CONTRIBUTING.md)"
             )
-        missing = ALLOWED_DATA - set(data)
+        missing = (ALLOWED_DATA | REQUIRED_TEMPLATES) - set(data)
         if missing:
             fail(
                 f"{path.name} lacks {sorted(missing)}: check [tool.setuptools.package-data]"
@@ -85,7 +97,7 @@ def check_wheel(path: Path) -> None:
         text = "\n".join(
             " ".join(wheel.read(n).decode("utf-8", errors="replace").split())
             for n in package
-            if n.endswith((".py", ".md", ".txt", ".jsonl"))
+            if n.endswith((".py", ".md", ".txt", ".jsonl", ".j2", ".css"))
         )
     copied = [opening for opening in third_party_openings() if opening in text]
     if copied:
