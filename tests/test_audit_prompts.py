@@ -145,6 +145,15 @@ def test_qwk_per_prompt_on_its_scale_and_pooled_with_fisher_z(two_prompts, fitte
     assert any("'b' (" in n and "inferred" in n for n in res.meta["notes"])
 
 
+def test_summary_names_the_prompts_not_one_pooled_score_range(fitted_on):
+    res, _ = fitted_on
+    first, *rest = res.summary().splitlines()
+    assert first.endswith("2 prompts, 40 essays, a scale per prompt")
+    assert "scores" not in first
+    # one line per (prompt, representation, system), prompt first
+    assert any(line.split()[:3] == ["pooled", "tfidf", "engine"] for line in rest)
+
+
 def test_prompt_texts_per_prompt(two_prompts):
     res = sf.audit(
         two_prompts,

@@ -717,9 +717,17 @@ class AuditResult:
                 agree[(row["prompt"], row["representation"], row["system"])] = row
         cv = f", {self.meta['cv']}-fold CV" if self.meta.get("models") else ""
         lead = f"{'prompt':<10}" if several else ""
+        if several:
+            # each prompt has its own scale: one overall min-max would mislead
+            prompts = self.meta["prompts"]
+            scope = f"{len(prompts)} prompts, {self.meta['n_essays']} essays, a scale per prompt"
+        else:
+            scope = (
+                f"{self.meta['n_essays']} essays, scores "
+                f"{self.meta['score_min']:g}-{self.meta['score_max']:g}"
+            )
         lines = [
-            f"{self.meta['title']}: {self.meta['n_essays']} essays, scores "
-            f"{self.meta['score_min']:g}-{self.meta['score_max']:g}{cv}",
+            f"{self.meta['title']}: {scope}{cv}",
             f"{lead}{'representation':<15}{'system':<20}{'QWK':>7}{'|SMD|':>7}"
             f"{'LF min-max':>12}{'LF max':>9}  accepted",
         ]
