@@ -29,6 +29,7 @@ from ._individual import (
 )
 from ._pairwise import condensed_distances
 from ._ranking import paraphrase_ndcg
+from ._review import essay_consistency, lipschitz_profile, lipschitz_violations
 from ._scorer import FairnessScorer, get_scorer, get_scorer_names, make_fairness_scorer
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "agreement_report",
     "condensed_distances",
     "difference_of_standardized_means",
+    "essay_consistency",
     "extreme_pairs",
     "fairness_analyses",
     "feature_difference_profile",
@@ -45,6 +47,8 @@ __all__ = [
     "group_agreement_report",
     "group_lipschitz_fraction",
     "lipschitz_fraction",
+    "lipschitz_profile",
+    "lipschitz_violations",
     "make_fairness_scorer",
     "mean_qwk",
     "paraphrase_ndcg",

@@ -112,6 +112,12 @@ if TYPE_CHECKING:
     _Histogram = NDArray[np.intp] | _Sums
     _TopK = tuple[PairDistances, PairDistances]
     _Collected = list[tuple[int, int, int, int, NDArray[np.float64]]]
+    #: A per-pair statistic of a block: a picklable callable ``block -> 2-D
+    #: float64 array`` of the block's shape (entries outside its mask ignored).
+    BlockStatistic = Callable[["PairBlock"], NDArray[np.float64]]
+    #: Partial result of RowNeighborsReducer: per band of rows (keyed by its
+    #: first row) the distances and indices of the best candidates so far.
+    _RowBest = dict[int, tuple[NDArray[np.float64], NDArray[np.int64]]]
 
 _T = TypeVar("_T")
 _P = TypeVar("_P")
@@ -1506,6 +1512,277 @@ class TopKReducer:
     def empty(self) -> _TopK:
         e = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
         return e, e
+
+
+# --------------------------------------------------------------------------
+# Reducers of the review metrics (per-row neighbours, top pairs by a
+# statistic, histograms of a statistic by its bit pattern)
+# --------------------------------------------------------------------------
+
+
+def _smallest_per_row(
+    d: NDArray[np.float64], col_start: int, k: int, sentinel: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The ``k`` smallest entries of each row of ``d``, by (value, column).
+
+    Columns are the essays ``col_start, col_start + 1, ...``. Rows with fewer
+    than ``k`` columns are padded with ``inf`` at index ``sentinel`` (sorted
+    last). Ties at the ``k``-th value keep the lowest columns: the entries
+    below it, then the first equal ones from the left (columns increase along a
+    row, so a running count of equal entries picks them).
+    """
+    m, c = d.shape
+    cols = np.arange(col_start, col_start + c, dtype=np.int64)
+    if c <= k:
+        dist = np.full((m, k), np.inf)
+        idx = np.full((m, k), sentinel, dtype=np.int64)
+        dist[:, :c] = d
+        idx[:, :c] = cols
+    else:
+        kth = np.partition(d, k - 1, axis=1)[:, k - 1 : k]
+        less = d < kth
+        equal = d == kth
+        need = k - np.count_nonzero(less, axis=1)
+        take = less | (equal & (np.cumsum(equal, axis=1) <= need[:, None]))
+        # exactly k entries per row, in increasing column order
+        rows, pos = np.nonzero(take)
+        dist = d[rows, pos].reshape(m, k)
+        idx = cols[pos].reshape(m, k)
+    order = np.lexsort((idx, dist), axis=1)
+    return np.take_along_axis(dist, order, 1), np.take_along_axis(idx, order, 1)
+
+
+class RowNeighborsReducer:
+    """The ``k`` nearest other essays of every essay, exactly.
+
+    Each block of the upper triangle serves both its rows (neighbours among its
+    columns) and its columns (neighbours among its rows, through the transposed
+    block), so every pair is seen once and the result holds ``O(N * k)``
+    numbers, never ``N x N``. Ties in distance are broken by the lower index of
+    the neighbour. Blocks must all come from one engine without a group filter
+    (bands of rows are aligned with bands of columns).
+
+    :meth:`result` turns the combined partial result into two arrays of shape
+    ``(n_samples, k)``: distances (increasing along a row) and neighbours.
+    """
+
+    def __init__(self, k: int, n_samples: int) -> None:
+        self.k, self.n_samples = k, n_samples
+
+    def _merge(
+        self,
+        a: tuple[NDArray[np.float64], NDArray[np.int64]],
+        b: tuple[NDArray[np.float64], NDArray[np.int64]],
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        d = np.concatenate([a[0], b[0]], axis=1)
+        idx = np.concatenate([a[1], b[1]], axis=1)
+        order = np.lexsort((idx, d), axis=1)[:, : self.k]
+        return np.take_along_axis(d, order, 1), np.take_along_axis(idx, order, 1)
+
+    def map(self, block: PairBlock) -> _RowBest:
+        D = block.checked_distances()
+        r0, c0 = block.row_start, block.col_start
+        n = self.n_samples
+        if block.mask is not None:
+            if r0 != c0:  # pragma: no cover - internal misuse
+                raise ValueError("RowNeighborsReducer needs an engine without groups")
+            # A diagonal block: its upper triangle mirrored, the diagonal excluded.
+            upper = np.where(block.mask, D, np.inf)
+            full = np.minimum(upper, upper.T)
+            return {r0: _smallest_per_row(full, c0, self.k, n)}
+        return {
+            r0: _smallest_per_row(D, c0, self.k, n),
+            c0: _smallest_per_row(D.T, r0, self.k, n),
+        }
+
+    def combine(self, a: _RowBest, b: _RowBest) -> _RowBest:
+        out = dict(a)
+        for start, part in b.items():
+            out[start] = self._merge(out[start], part) if start in out else part
+        return out
+
+    def empty(self) -> _RowBest:
+        return {}
+
+    def result(self, partial: _RowBest) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """``(distances, neighbours)`` of shape ``(n_samples, k)``, rows in order."""
+        starts = sorted(partial)
+        dist = np.concatenate([partial[s][0] for s in starts])
+        idx = np.concatenate([partial[s][1] for s in starts])
+        if dist.shape[0] != self.n_samples:  # pragma: no cover - internal misuse
+            raise RuntimeError("RowNeighborsReducer did not see every row")
+        return dist, idx
+
+
+class TopPairsReducer:
+    """The ``k`` pairs with the largest value of a per-pair statistic.
+
+    Parameters
+    ----------
+    k : int
+    n_samples : int
+    statistic : callable
+        ``statistic(block)`` returns a float64 array of the block's shape.
+    above : float, default=-inf
+        Only pairs whose value is strictly greater count and are kept; the
+        partial result also counts them.
+
+    Pairs come back ordered by decreasing value, ties by increasing condensed
+    index (the lowest ``(i, j)`` first), as ``((value, i, j), count)``.
+    """
+
+    def __init__(
+        self,
+        k: int,
+        n_samples: int,
+        statistic: BlockStatistic,
+        *,
+        above: float = -math.inf,
+    ) -> None:
+        self.k, self.n_samples = k, n_samples
+        self.statistic = statistic
+        self.above = above
+
+    def _keep(
+        self, v: NDArray[np.float64], i: NDArray[np.int64], j: NDArray[np.int64]
+    ) -> PairDistances:
+        order = np.lexsort((pairs_to_condensed(i, j, self.n_samples), -v))[: self.k]
+        return v[order], i[order], j[order]
+
+    def map(self, block: PairBlock) -> tuple[PairDistances, int]:
+        v = block.values(self.statistic(block))
+        pos = np.flatnonzero(v > self.above)
+        count = int(pos.size)
+        if pos.size > self.k:
+            # the k-th largest value; every pair at or above it is a candidate
+            # (ties at the threshold are settled by the pair index in _keep)
+            kth = np.partition(v[pos], pos.size - self.k)[pos.size - self.k]
+            pos = pos[v[pos] >= kth]
+        i, j = block.pair_indices(pos)
+        return self._keep(v[pos], i, j), count
+
+    def combine(
+        self, a: tuple[PairDistances, int], b: tuple[PairDistances, int]
+    ) -> tuple[PairDistances, int]:
+        return self._keep(*_concat_pairs(a[0], b[0])), a[1] + b[1]
+
+    def empty(self) -> tuple[PairDistances, int]:
+        e = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        return e, 0
+
+
+#: Bits of a float64 below the bins of :func:`float_key` at the coarsest level:
+#: 2**6 = 64 bins per power of two (each about 1.1% wide).
+KEY_SHIFT = 46
+#: Number of coarse keys of the non-negative float64 values, +inf included.
+N_COARSE_KEYS = (0x7FF0000000000000 >> KEY_SHIFT) + 1
+
+
+def float_key(values: NDArray[np.float64], shift: int = KEY_SHIFT) -> NDArray[np.int64]:
+    """Monotone integer key of non-negative float64 values (``+inf`` included).
+
+    The bit pattern of a non-negative IEEE float, read as an integer, increases
+    with the value; dropping its ``shift`` lowest bits gives bins whose edges are
+    exact floats. ``shift=0`` gives one key per value, so a histogram can be
+    refined down to single values without any rounding.
+    """
+    return np.asarray(values, dtype=np.float64).view(np.int64) >> shift
+
+
+def key_floor(key: int, shift: int = KEY_SHIFT) -> float:
+    """The smallest float64 of key ``key`` (at ``shift``)."""
+    return float(np.array([key << shift], dtype=np.int64).view(np.float64)[0])
+
+
+class KeyHistogramReducer:
+    """Counts of a non-negative per-pair statistic by :func:`float_key`.
+
+    ``prefix=(key, shift)`` restricts the count to values whose key at that
+    coarser ``shift`` is ``key``; bins are then the ``2**(shift - self.shift)``
+    finer keys inside it, numbered from 0. Also counts, for each constant of
+    ``thresholds``, the values at most that constant (exactly, in the same pass).
+    """
+
+    def __init__(
+        self,
+        statistic: BlockStatistic,
+        *,
+        shift: int = KEY_SHIFT,
+        prefix: tuple[int, int] | None = None,
+        thresholds: Sequence[float] = (),
+    ) -> None:
+        self.statistic = statistic
+        self.shift = shift
+        self.prefix = prefix
+        self.thresholds = np.asarray(thresholds, dtype=np.float64)
+        if prefix is None:
+            self.n_bins = (0x7FF0000000000000 >> shift) + 1
+            self.offset = 0
+        else:
+            self.n_bins = 1 << (prefix[1] - shift)
+            self.offset = prefix[0] << (prefix[1] - shift)
+
+    def map(self, block: PairBlock) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+        v = block.values(self.statistic(block))
+        below = np.array([np.count_nonzero(v <= t) for t in self.thresholds], np.int64)
+        if self.prefix is not None:
+            v = v[float_key(v, self.prefix[1]) == self.prefix[0]]
+        keys = float_key(v, self.shift) - self.offset
+        return np.bincount(keys, minlength=self.n_bins), below
+
+    def combine(
+        self,
+        a: tuple[NDArray[np.intp], NDArray[np.int64]],
+        b: tuple[NDArray[np.intp], NDArray[np.int64]],
+    ) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+        return a[0] + b[0], a[1] + b[1]
+
+    def empty(self) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+        return (
+            np.zeros(self.n_bins, dtype=np.intp),
+            np.zeros(self.thresholds.size, dtype=np.int64),
+        )
+
+
+class KeyCollectReducer:
+    """Values of a per-pair statistic whose key (at ``shift``) is one of ``keys``."""
+
+    def __init__(self, statistic: BlockStatistic, keys: Sequence[int], shift: int) -> None:
+        self.statistic = statistic
+        self.keys = np.asarray(sorted(set(keys)), dtype=np.int64)
+        self.shift = shift
+
+    def map(self, block: PairBlock) -> NDArray[np.float64]:
+        v = block.values(self.statistic(block))
+        return v[np.isin(float_key(v, self.shift), self.keys)]
+
+    def combine(
+        self, a: NDArray[np.float64], b: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        return np.concatenate([a, b])
+
+    def empty(self) -> NDArray[np.float64]:
+        return np.empty(0)
+
+
+class MultiReducer:
+    """Several reducers over the same blocks in one pass (a tuple of results).
+
+    Reducers that share a statistic object share its per-block work when the
+    statistic caches it (see ``sklearn_fairaes.metrics._review``).
+    """
+
+    def __init__(self, reducers: Sequence[Reducer[Any]]) -> None:
+        self.reducers = tuple(reducers)
+
+    def map(self, block: PairBlock) -> tuple[Any, ...]:
+        return tuple(r.map(block) for r in self.reducers)
+
+    def combine(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(r.combine(x, y) for r, x, y in zip(self.reducers, a, b))
+
+    def empty(self) -> tuple[Any, ...]:
+        return tuple(r.empty() for r in self.reducers)
 
 
 # --------------------------------------------------------------------------

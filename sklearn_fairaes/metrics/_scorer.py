@@ -8,7 +8,8 @@ predictions into it, so folds are judged on different scales, and a model
 predicting a score the fold's humans never gave is not penalised for it.
 (Keywords pass through: ``sklearn.metrics.make_scorer(qwk, score_range=(0, 6))``
 gives the same value; ``labels=`` works with both as well.) Fairness scorers
-(``"lipschitz_fraction"``, ``"score_distance_trend"``) need the essays'
+(``"lipschitz_fraction"``, ``"score_distance_trend"``, ``"consistency"``,
+``"neg_lipschitz_constant_95"``) need the essays'
 *task* representation as well: the similarity metric is a property of the
 task, not of the model, so a TF-IDF model may be judged under Sentence-BERT
 distances. The representation comes, in this order of preference, from
@@ -28,6 +29,15 @@ of a Pipeline) or ``representation=``, against paraphrases routed as metadata
 
 All scorers derive from scikit-learn's scorer base class, so a multi-metric
 search calls ``predict`` once per fold for all of them.
+
+Direction: every scorer is greater-is-better, as sklearn's are. A metric that
+is better when smaller is negated and its name starts with ``neg_``:
+``"neg_abs_smd"`` (``-|SMD|``) and ``"neg_lipschitz_constant_95"`` (minus the
+smallest Lipschitz constant at which 95% of the pairs of a fold satisfy the
+condition, :func:`~sklearn_fairaes.metrics.lipschitz_profile`: a smaller
+constant means near essays get nearer scores). ``"consistency"`` is AIF360's
+consistency of :func:`~sklearn_fairaes.metrics.essay_consistency` (in score
+units; 1 is perfectly consistent).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from .._validation import check_embeddings, check_essays, check_scores
 from ._agreement import qwk, standardized_mean_difference
 from ._individual import lipschitz_fraction, score_distance_curve
 from ._ranking import paraphrase_ndcg
+from ._review import essay_consistency, lipschitz_profile
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -77,6 +88,34 @@ def _paraphrase_ndcg(X: Any, X_para: Any, **kwargs: Any) -> float:
     return paraphrase_ndcg(X, X_para, **kwargs)
 
 
+def _consistency(X: Any, y_pred: ArrayLike, **kwargs: Any) -> float:
+    return float(essay_consistency(X, y_pred, **kwargs).consistency)
+
+
+def _lipschitz_constant_95(
+    X: Any,
+    y_pred: ArrayLike,
+    *,
+    normalize: str | None = "minmax",
+    metric: Any = "cosine",
+    n_jobs: int | None = None,
+    block_size: int | None = None,
+) -> float:
+    # The keywords of lipschitz_profile but the quantile, which the name fixes.
+    # One constant is counted as well (the profile needs one); it is cheap.
+    profile = lipschitz_profile(
+        X,
+        y_pred,
+        constants=(1.0,),
+        quantiles=(0.95,),
+        normalize=normalize,  # type: ignore[arg-type]
+        metric=metric,
+        n_jobs=n_jobs,
+        block_size=block_size,
+    )
+    return float(profile.quantile_constants[0])
+
+
 # name -> (function, kind, greater_is_better, needs, the public metric whose
 # keywords the scorer takes)
 _REGISTRY: dict[str, tuple[Callable[..., Any], str, bool, str, Callable[..., Any]]] = {
@@ -90,6 +129,14 @@ _REGISTRY: dict[str, tuple[Callable[..., Any], str, bool, str, Callable[..., Any
         lipschitz_fraction,
     ),
     "score_distance_trend": (_trend, "fairness", True, "pairs", score_distance_curve),
+    "consistency": (_consistency, "fairness", True, "pairs", essay_consistency),
+    "neg_lipschitz_constant_95": (
+        _lipschitz_constant_95,
+        "fairness",
+        False,
+        "pairs",
+        _lipschitz_constant_95,
+    ),
     "paraphrase_ndcg": (
         _paraphrase_ndcg,
         "fairness",
@@ -139,7 +186,8 @@ def get_scorer_names() -> list[str]:
     --------
     >>> from sklearn_fairaes import get_scorer_names
     >>> get_scorer_names()
-    ['lipschitz_fraction', 'neg_abs_smd', 'paraphrase_ndcg', 'qwk', 'score_distance_trend']
+    ['consistency', 'lipschitz_fraction', 'neg_abs_smd', 'neg_lipschitz_constant_95',
+     'paraphrase_ndcg', 'qwk', 'score_distance_trend']
     """
     return sorted(_REGISTRY)
 
@@ -444,6 +492,11 @@ def make_fairness_scorer(
     True
     """
     if isinstance(metric, str):
+        if metric not in _REGISTRY and f"neg_{metric}" in _REGISTRY:
+            raise ValueError(
+                f"unknown metric {metric!r}: smaller is better for it, so its scorer "
+                f"is negated, as sklearn's are; use 'neg_{metric}'"
+            )
         if metric not in _REGISTRY:
             raise ValueError(
                 f"unknown metric {metric!r}; choose one of {get_scorer_names()} or pass "
