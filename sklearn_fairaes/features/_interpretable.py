@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import sys
@@ -107,8 +108,15 @@ class _Plan:
     pos_tagger: str | _PosTagger | None
     # None: return the tags, the good n-grams are still to be learned
     good: frozenset[str] | None
+    # Whether the tag memo is on in the calling process (a worker follows it).
+    memo: bool
+    # In a worker process: also return the tags and their memo keys, for the
+    # parent to file in its own tag memo (tag once across processes).
+    share_tags: bool
 
     def __init__(self, **kw: Any) -> None:
+        self.share_tags = False
+        self.memo = True
         self.__dict__.update(kw)
 
 
@@ -116,9 +124,10 @@ def _analyse_chunk(texts: Sequence[str], plan: _Plan) -> dict[str, list[Any]]:
     """Per-essay counts for a chunk; runs in joblib workers.
 
     Returns a dict of lists (one entry per essay); ``tags`` when the good
-    n-grams are still to be learned.
+    n-grams are still to be learned or ``plan.share_tags`` is set, and then
+    ``pos_keys`` too (their tag-memo keys) when the backend is memoised.
     """
-    from ._pos import good_ngram_share, tag_essays
+    from ._pos import good_ngram_share, memo_keys, tag_essays, tag_memo_disabled
     from ._spelling import count_spelling_errors
 
     toks = [tokenize_essay(t) for t in texts]
@@ -166,10 +175,15 @@ def _analyse_chunk(texts: Sequence[str], plan: _Plan) -> dict[str, list[Any]]:
         out["prompt_similarity_bow"] = sims
     if "good_pos_ngrams" in plan.needed:
         # resolved in fit whenever good_pos_ngrams is needed
-        tags = tag_essays(toks, cast("str | _PosTagger", plan.pos_tagger))
-        if plan.good is None:
+        tagger = cast("str | _PosTagger", plan.pos_tagger)
+        with contextlib.nullcontext() if plan.memo else tag_memo_disabled():
+            tags = tag_essays(toks, tagger)
+            keys = memo_keys(toks, tagger) if plan.share_tags else None
+        if plan.good is None or keys is not None:
             out["tags"] = tags
-        else:
+        if keys is not None:
+            out["pos_keys"] = keys
+        if plan.good is not None:
             out["good_pos_ngrams"] = [good_ngram_share(t, plan.good) for t in tags]
     return out
 
@@ -323,6 +337,13 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     Backends (spell checker, POS tagger, LanguageTool client, Sentence-BERT
     model) are loaded lazily and cached once per process; they are never
     stored on the estimator, so it clones and pickles cheaply.
+
+    With the NLTK and spaCy backends an essay is POS-tagged once per process:
+    the tags are kept in a bounded memo shared with
+    :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser` and the synonym
+    perturbation (tags made in ``n_jobs`` worker processes are handed back to
+    it). The tags are the same with or without it; see
+    ``sklearn_fairaes.features._pos``.
 
     Examples
     --------
@@ -670,6 +691,8 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     def _plan(
         self, *, good: frozenset[str] | None, only: Iterable[str] | None = None
     ) -> _Plan:
+        from . import _pos
+
         chosen = self._chosen if only is None else list(only)
         return _Plan(
             needed=set(chosen) - {"prompt_similarity_sbert", "language_errors"},
@@ -680,6 +703,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             prompt_bow=getattr(self, "prompt_bow_", None),
             pos_tagger=self._tagger,
             good=good,
+            memo=_pos._MEMO_ENABLED,
         )
 
     def _analyse(self, essays: list[str], plan: _Plan) -> dict[str, list[Any]]:
@@ -696,6 +720,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                     if bar is not None:
                         bar.update(len(chunk))
             else:
+                # the workers hand their tags back, so that this process's tag
+                # memo has them for the next consumer (the paraphraser)
+                plan = _Plan(**{**plan.__dict__, "share_tags": True})
                 parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
                 gen = parallel(delayed(_analyse_chunk)(c, plan) for c in chunks)
                 for chunk, res in zip(chunks, gen):
@@ -709,6 +736,12 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         for res in results:
             for key, values in res.items():
                 merged.setdefault(key, []).extend(values)
+        if "pos_keys" in merged:
+            from ._pos import remember_tags
+
+            remember_tags(merged.pop("pos_keys"), merged["tags"])
+            if plan.good is not None:
+                del merged["tags"]  # only shared for the memo
         return merged
 
     @staticmethod

@@ -23,6 +23,17 @@ quantities, a first name otherwise) and then get the fixed tag ``CD`` or
 ``NNP``, so their tags do not depend on the backend. Loaded taggers are cached
 per process and never pickled.
 
+**Tag once.** The interpretable features, the WordNet paraphraser and the
+perturbations all tag the same essays; :func:`tag_essays` keeps the tags of
+the NLTK and spaCy backends in a bounded, thread-safe, per-process memo keyed
+by the backend and a BLAKE2b digest of the essay's tokens and sentence ranges,
+so an essay is tagged once per process whoever asks. The tags are a function
+of the tokens alone (spaCy tags a Doc the same in any batch, NLTK tags a
+sentence the same wherever it is), so the memo never changes a result; it only
+saves the work. A callable backend is always called (it may not be a pure
+function of the tokens). The memo holds at most ``_TAG_MEMO_MAX_TOKENS`` tags
+(about 8 bytes each), oldest essays dropped first.
+
 The good n-grams follow the paper (its §5.1.1, after EASE): all POS 2- to
 4-grams of the training essays are tested, each with a one-sided Fisher exact
 test of whether essays scored at or above the median contain it more often
@@ -33,10 +44,14 @@ Fisher test, which is what is done here.)
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.util
 import os
+import sys
 import threading
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,8 +67,11 @@ __all__ = [
     "learn_good_ngrams",
     "median_split",
     "pos_ngrams",
+    "memo_keys",
+    "remember_tags",
     "resolve_pos_tagger",
     "tag_essays",
+    "tag_memo_disabled",
 ]
 
 #: Significance level of the one-sided Fisher test that makes an n-gram "good".
@@ -70,6 +88,90 @@ _PosTagger = Callable[[list[str]], Iterable[Any]]
 # "spacy:<model>" or ("nltk", data folder) -> spacy.Language or PerceptronTagger
 _TAGGERS: dict[str | tuple[str, str | None], Any] = {}
 _TAGGERS_LOCK = threading.Lock()
+
+#: Most tags the tag memo holds (all essays together); 2 million tags are about
+#: 6,000 essays of 350 tokens, in roughly 20 MB.
+_TAG_MEMO_MAX_TOKENS = 2_000_000
+
+# a memo key: (backend key, digest of the essay's tokens and sentences)
+_MemoKey = tuple[Any, bytes]
+
+
+class _TagMemo:
+    """Bounded LRU memo of one essay's final tags (placeholders fixed) by key.
+
+    Thread-safe; ``max_tokens`` (the total tags held) bounds its memory. The
+    counters say how much work it saved (tests and benchmarks read them).
+    """
+
+    def __init__(self, max_tokens: int) -> None:
+        self.max_tokens = max_tokens
+        self._entries: OrderedDict[_MemoKey, tuple[str, ...]] = OrderedDict()
+        self._n_tokens = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: _MemoKey) -> tuple[str, ...] | None:
+        with self._lock:
+            tags = self._entries.get(key)
+            if tags is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+                self._entries.move_to_end(key)
+            return tags
+
+    def put(self, key: _MemoKey, tags: Sequence[str]) -> None:
+        # interned: the memo holds one pointer per tag, the tag strings are shared
+        frozen = tuple(sys.intern(t) for t in tags)
+        with self._lock:
+            if len(frozen) > self.max_tokens:
+                return
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._n_tokens -= len(old)
+            self._entries[key] = frozen
+            self._n_tokens += len(frozen)
+            while self._n_tokens > self.max_tokens:
+                _, dropped = self._entries.popitem(last=False)
+                self._n_tokens -= len(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._n_tokens = 0
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_TAG_MEMO = _TagMemo(_TAG_MEMO_MAX_TOKENS)
+# Set by tag_memo_disabled() (benchmarks and tests compare with and without it).
+_MEMO_ENABLED = True
+
+
+@contextlib.contextmanager
+def tag_memo_disabled() -> Iterator[None]:
+    """Tag every essay afresh inside the block (the memo is neither read nor filled).
+
+    For benchmarks and tests that compare the memo with plain tagging; the
+    switch is process-wide, so do not use it while other threads tag.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._pos import tag_memo_disabled
+    >>> with tag_memo_disabled():
+    ...     pass  # tag_essays(...) here calls the backend for every essay
+    """
+    global _MEMO_ENABLED
+    before = _MEMO_ENABLED
+    _MEMO_ENABLED = False
+    try:
+        yield
+    finally:
+        _MEMO_ENABLED = before
 
 
 def _nltk_tagger_path() -> str | None:
@@ -213,10 +315,63 @@ def _fix_placeholder_tags(tokens: list[str], tags: list[str]) -> list[str]:
     ]
 
 
+def _backend_key(label: str | _PosTagger) -> Any:
+    """What identifies a built-in backend across processes; None for a callable.
+
+    The same key as the loaded-tagger cache: NLTK's tagger by the folder it
+    loads from, spaCy's by its pipeline name.
+    """
+    if callable(label):
+        return None
+    return ("nltk", _nltk_tagger_path()) if label == "nltk" else label
+
+
+def _essay_digest(essay: TokenizedEssay) -> bytes:
+    # Length-prefixed, so no two token lists share a byte string; the
+    # sentences are part of the key because NLTK tags sentence by sentence.
+    h = hashlib.blake2b(digest_size=16)
+    for tok in essay.tokens:
+        raw = tok.encode("utf-8", "surrogatepass")
+        h.update(len(raw).to_bytes(4, "little"))
+        h.update(raw)
+    h.update(b"\xff")
+    for a, b in essay.sentences:
+        h.update(a.to_bytes(4, "little"))
+        h.update(b.to_bytes(4, "little"))
+    return h.digest()
+
+
+def memo_keys(
+    essays: Sequence[TokenizedEssay], label: str | _PosTagger
+) -> list[_MemoKey] | None:
+    """The tag memo's key of each essay, or None when the backend is not memoised.
+
+    A joblib worker returns these with the tags it made, and the parent process
+    files them with :func:`remember_tags`, so an essay tagged in a worker is
+    not tagged again in the parent (by the paraphraser, for one).
+    """
+    backend = _backend_key(label)
+    if backend is None or not _MEMO_ENABLED:
+        return None
+    return [(backend, _essay_digest(e)) for e in essays]
+
+
+def remember_tags(keys: Sequence[_MemoKey], tags: Sequence[Sequence[str]]) -> None:
+    """File tags made elsewhere (a worker process) in this process's tag memo."""
+    if not _MEMO_ENABLED:
+        return
+    for key, essay_tags in zip(keys, tags):
+        _TAG_MEMO.put(key, essay_tags)
+
+
 def tag_essays(
     essays: Sequence[TokenizedEssay], label: str | _PosTagger
 ) -> list[list[str]]:
     """Penn Treebank tags of each tokenized essay.
+
+    With the NLTK and spaCy backends each distinct essay is tagged once per
+    process: tags already made (by any caller) come from the tag memo (see the
+    module docstring), and an essay repeated in ``essays`` is tagged once.
 
     Parameters
     ----------
@@ -229,7 +384,39 @@ def tag_essays(
     -------
     tags : list of list of str
         One tag per token of each essay.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._pos import tag_essays
+    >>> from sklearn_fairaes.features._tokenize import tokenize_essay
+    >>> tag_essays([tokenize_essay("@CAPS1 waited.")], lambda toks: ["NN"] * len(toks))
+    [['NNP', 'NN', 'NN']]
     """
+    keys = memo_keys(essays, label)
+    if keys is None:
+        return _run_tagger(essays, label)
+    found: dict[_MemoKey, tuple[str, ...] | list[str]] = {}
+    todo: list[int] = []
+    for i, key in enumerate(keys):
+        if key in found:
+            continue
+        tags = _TAG_MEMO.get(key)
+        if tags is None:
+            found[key] = []  # claimed by position i
+            todo.append(i)
+        else:
+            found[key] = tags
+    if todo:
+        for i, made in zip(todo, _run_tagger([essays[i] for i in todo], label)):
+            found[keys[i]] = made
+            _TAG_MEMO.put(keys[i], made)
+    return [list(found[key]) for key in keys]
+
+
+def _run_tagger(
+    essays: Sequence[TokenizedEssay], label: str | _PosTagger
+) -> list[list[str]]:
+    """Tag every essay with the backend (no memo): the one place tagging happens."""
     words = [_stand_in_tokens(e.tokens) for e in essays]
     out: list[list[str]]
     if callable(label):
@@ -258,6 +445,8 @@ def tag_essays(
         out = [[] for _ in essays]
         todo = [i for i, toks in enumerate(words) if toks]
         docs = (Doc(nlp.vocab, words=words[i]) for i in todo)
+        # A Doc's tags do not depend on the batch it is in (checked on ASAP
+        # prompt 7 with batches of 1 to 1,000), so the batch size is speed only.
         for i, doc in zip(todo, nlp.pipe(docs, batch_size=64)):
             out[i] = [tok.tag_ for tok in doc]
     return [_fix_placeholder_tags(e.tokens, t) for e, t in zip(essays, out)]
