@@ -327,9 +327,29 @@ def test_refined_histograms_give_the_same_constants(data, monkeypatch):
     expected = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     # no bin may be gathered: every order statistic is refined to single values
     monkeypatch.setattr(_review, "_MAX_GATHER", 0)
+    monkeypatch.setattr(_review, "_guess_bins", lambda *args: [])
     refined = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     np.testing.assert_array_equal(refined, expected)
     for q, L in zip(qs, refined):
+        _check_quantile_constant(X, y, q, float(L))
+
+
+def test_quantiles_found_without_the_guessed_bins_are_the_same(data, monkeypatch):
+    X, y = data
+    qs = (0.3, 0.9, 0.99)
+    expected = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
+    # the guess misses every quantile: each is found by a gathering pass
+    monkeypatch.setattr(_review, "_guess_bins", lambda *args: [])
+    np.testing.assert_array_equal(
+        sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants, expected
+    )
+    # the guessed bins overflow their cap: the same
+    monkeypatch.undo()
+    monkeypatch.setattr(_review, "_MAX_GUESSED", 1)
+    np.testing.assert_array_equal(
+        sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants, expected
+    )
+    for q, L in zip(qs, expected):
         _check_quantile_constant(X, y, q, float(L))
 
 
@@ -415,7 +435,8 @@ def test_results_do_not_depend_on_n_jobs(rs):
     for a, b in zip(one["violations"][0], two["violations"][0]):
         np.testing.assert_array_equal(a, b)
     assert one["violations"][1] == two["violations"][1]
-    np.testing.assert_array_equal(one["histogram"][0], two["histogram"][0])
+    np.testing.assert_array_equal(one["histogram"], two["histogram"])
+    np.testing.assert_array_equal(one["counts"], two["counts"])
     assert one["quantile_constants"] == two["quantile_constants"]
     # the public functions give the same values as the shared pass
     c = sf.essay_consistency(X, y, n_neighbors=6, n_jobs=2, **kw)

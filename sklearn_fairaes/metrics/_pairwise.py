@@ -118,6 +118,8 @@ if TYPE_CHECKING:
     #: Partial result of RowNeighborsReducer: per band of rows (keyed by its
     #: first row) the distances and indices of the best candidates so far.
     _RowBest = dict[int, tuple[NDArray[np.float64], NDArray[np.int64]]]
+    #: Keys (float_key at a shift) of a per-pair statistic of a block (2-D).
+    BlockKeys = Callable[["PairBlock", int], NDArray[np.int64]]
 
 _T = TypeVar("_T")
 _P = TypeVar("_P")
@@ -1540,10 +1542,16 @@ def _smallest_per_row(
         idx[:, :c] = cols
     else:
         kth = np.partition(d, k - 1, axis=1)[:, k - 1 : k]
-        less = d < kth
-        equal = d == kth
-        need = k - np.count_nonzero(less, axis=1)
-        take = less | (equal & (np.cumsum(equal, axis=1) <= need[:, None]))
+        take = d <= kth
+        extra = np.flatnonzero(np.count_nonzero(take, axis=1) > k)
+        if extra.size:
+            # rows with ties at the k-th value: keep the first equal ones only
+            sub, top = d[extra], kth[extra]
+            equal = sub == top
+            need = k - np.count_nonzero(sub < top, axis=1)
+            take[extra] = (sub < top) | (
+                equal & (np.cumsum(equal, axis=1) <= need[:, None])
+            )
         # exactly k entries per row, in increasing column order
         rows, pos = np.nonzero(take)
         dist = d[rows, pos].reshape(m, k)
@@ -1695,26 +1703,30 @@ def key_floor(key: int, shift: int = KEY_SHIFT) -> float:
 
 
 class KeyHistogramReducer:
-    """Counts of a non-negative per-pair statistic by :func:`float_key`.
+    """Counts of a non-negative per-pair statistic by its :func:`float_key`.
 
-    ``prefix=(key, shift)`` restricts the count to values whose key at that
-    coarser ``shift`` is ``key``; bins are then the ``2**(shift - self.shift)``
-    finer keys inside it, numbered from 0. Also counts, for each constant of
-    ``thresholds``, the values at most that constant (exactly, in the same pass).
+    Parameters
+    ----------
+    keys : callable
+        ``keys(block, shift)`` returns the int64 keys (:func:`float_key` at
+        ``shift``) of the statistic of every entry of the block (2-D).
+    shift : int, default=KEY_SHIFT
+    prefix : (int, int), default=None
+        ``(key, coarser_shift)``: count only values whose key at the coarser
+        shift is ``key``; the bins are then the ``2**(coarser_shift - shift)``
+        finer keys inside it, numbered from 0.
     """
 
     def __init__(
         self,
-        statistic: BlockStatistic,
+        keys: BlockKeys,
         *,
         shift: int = KEY_SHIFT,
         prefix: tuple[int, int] | None = None,
-        thresholds: Sequence[float] = (),
     ) -> None:
-        self.statistic = statistic
+        self.keys = keys
         self.shift = shift
         self.prefix = prefix
-        self.thresholds = np.asarray(thresholds, dtype=np.float64)
         if prefix is None:
             self.n_bins = (0x7FF0000000000000 >> shift) + 1
             self.offset = 0
@@ -1722,47 +1734,65 @@ class KeyHistogramReducer:
             self.n_bins = 1 << (prefix[1] - shift)
             self.offset = prefix[0] << (prefix[1] - shift)
 
-    def map(self, block: PairBlock) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
-        v = block.values(self.statistic(block))
-        below = np.array([np.count_nonzero(v <= t) for t in self.thresholds], np.int64)
+    def map(self, block: PairBlock) -> NDArray[np.intp]:
+        k = block.values(self.keys(block, self.shift))
         if self.prefix is not None:
-            v = v[float_key(v, self.prefix[1]) == self.prefix[0]]
-        keys = float_key(v, self.shift) - self.offset
-        return np.bincount(keys, minlength=self.n_bins), below
+            k = k[(k >> (self.prefix[1] - self.shift)) == self.prefix[0]]
+        return np.bincount(k - self.offset, minlength=self.n_bins)
 
-    def combine(
-        self,
-        a: tuple[NDArray[np.intp], NDArray[np.int64]],
-        b: tuple[NDArray[np.intp], NDArray[np.int64]],
-    ) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
-        return a[0] + b[0], a[1] + b[1]
+    def combine(self, a: NDArray[np.intp], b: NDArray[np.intp]) -> NDArray[np.intp]:
+        return a + b
 
-    def empty(self) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
-        return (
-            np.zeros(self.n_bins, dtype=np.intp),
-            np.zeros(self.thresholds.size, dtype=np.int64),
-        )
+    def empty(self) -> NDArray[np.intp]:
+        return np.zeros(self.n_bins, dtype=np.intp)
 
 
 class KeyCollectReducer:
-    """Values of a per-pair statistic whose key (at ``shift``) is one of ``keys``."""
+    """Values of a per-pair statistic whose key (at ``shift``) is one of ``selected``.
 
-    def __init__(self, statistic: BlockStatistic, keys: Sequence[int], shift: int) -> None:
-        self.statistic = statistic
-        self.keys = np.asarray(sorted(set(keys)), dtype=np.int64)
+    ``keys`` is as for :class:`KeyHistogramReducer`; ``values(block, positions)``
+    returns the statistic at the given positions of :meth:`PairBlock.values`
+    (so that a statistic whose keys are cheap to get exactly but whose values
+    are not is computed exactly for the selected pairs only). The partial
+    result is ``(values, overflow)``: beyond ``cap`` values nothing is kept and
+    ``overflow`` is True.
+    """
+
+    def __init__(
+        self,
+        keys: BlockKeys,
+        values: Callable[[PairBlock, NDArray[np.intp]], NDArray[np.float64]],
+        selected: Sequence[int],
+        shift: int,
+        *,
+        cap: int | None = None,
+    ) -> None:
+        self.keys, self.values = keys, values
+        self.selected = np.asarray(sorted(set(selected)), dtype=np.int64)
         self.shift = shift
+        self.cap = cap
 
-    def map(self, block: PairBlock) -> NDArray[np.float64]:
-        v = block.values(self.statistic(block))
-        return v[np.isin(float_key(v, self.shift), self.keys)]
+    def _capped(self, values: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
+        if self.cap is not None and values.size > self.cap:
+            return np.empty(0), True
+        return values, False
+
+    def map(self, block: PairBlock) -> tuple[NDArray[np.float64], bool]:
+        k = block.values(self.keys(block, self.shift))
+        pos = np.flatnonzero(np.isin(k, self.selected))
+        if self.cap is not None and pos.size > self.cap:
+            return np.empty(0), True
+        return self.values(block, pos), False
 
     def combine(
-        self, a: NDArray[np.float64], b: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        return np.concatenate([a, b])
+        self, a: tuple[NDArray[np.float64], bool], b: tuple[NDArray[np.float64], bool]
+    ) -> tuple[NDArray[np.float64], bool]:
+        if a[1] or b[1]:
+            return np.empty(0), True
+        return self._capped(np.concatenate([a[0], b[0]]))
 
-    def empty(self) -> NDArray[np.float64]:
-        return np.empty(0)
+    def empty(self) -> tuple[NDArray[np.float64], bool]:
+        return np.empty(0), False
 
 
 class MultiReducer:

@@ -69,6 +69,7 @@ from ._pairwise import (
     check_int,
     check_option,
     check_real,
+    float_key,
     key_floor,
 )
 
@@ -115,14 +116,14 @@ class _PairStatistics:
         self.d_scaling, self.o_scaling = d_scaling, o_scaling
         self.L = L
         self._block: PairBlock | None = None
-        self._cached: dict[str, NDArray[np.float64]] = {}
+        self._cached: dict[str, NDArray[Any]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_block"], state["_cached"] = None, {}
         return state
 
-    def _arrays(self, block: PairBlock) -> dict[str, NDArray[np.float64]]:
+    def _arrays(self, block: PairBlock) -> dict[str, NDArray[Any]]:
         if self._block is not block:
             self._block, self._cached = block, {}
             d = _normalise(block.checked_distances(), self.d_scaling)
@@ -146,12 +147,65 @@ class _PairStatistics:
             arrays["v"] = o - Ld
         return arrays["v"]
 
-    def critical(self, block: PairBlock) -> NDArray[np.float64]:
-        """Critical constant of every pair (see the module docstring)."""
+    def keys(self, block: PairBlock, shift: int) -> NDArray[np.int64]:
+        """Exact :func:`float_key` (at ``shift``) of every pair's critical constant.
+
+        The quotient ``o / d`` is within a few units in the last place of the
+        critical constant, so its key is the constant's key unless it lies
+        within 8 units of a bin edge; only those pairs (and, at ``shift=0``,
+        all) get the exact constant, which is far dearer than the quotient.
+        """
         arrays = self._arrays(block)
-        if "c" not in arrays:
-            arrays["c"] = _critical_constants(arrays["o"], arrays["d"])
-        return arrays["c"]
+        name = f"k{shift}"
+        if name not in arrays:
+            d, o = arrays["d"], arrays["o"]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                q = np.divide(o, d)
+            q[o <= 0] = 0.0  # also 0/0
+            bits = q.view(np.int64)
+            low = bits & ((1 << shift) - 1)
+            near = np.flatnonzero((low < 8) | (low >= (1 << shift) - 8))
+            flat = bits.reshape(-1)
+            flat[near] = _critical_constants(o.reshape(-1)[near], d.reshape(-1)[near]).view(
+                np.int64
+            )
+            arrays[name] = bits >> shift
+        return arrays[name]
+
+    def exact(self, block: PairBlock, positions: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Critical constants of the pairs at ``positions`` of ``block.values()``."""
+        arrays = self._arrays(block)
+        o = block.values(arrays["o"])[positions]
+        d = block.values(arrays["d"])[positions]
+        return _critical_constants(o, d)
+
+
+class _LipschitzCounts:
+    """Pairs satisfying the condition at each constant, and with no difference.
+
+    The comparison is that of :func:`lipschitz_fraction`'s float64 count, so
+    the counts equal its counts.
+    """
+
+    def __init__(self, stats: _PairStatistics, constants: Sequence[float]) -> None:
+        self.stats = stats
+        self.constants = list(constants)
+
+    def map(self, block: PairBlock) -> NDArray[np.int64]:
+        arrays = self.stats._arrays(block)
+        d, o = arrays["d"], arrays["o"]
+        hits = [o <= 0]
+        hits += [np.less_equal(o, d * L if L != 1.0 else d) for L in self.constants]
+        if block.mask is not None:
+            for h in hits:
+                h &= block.mask
+        return np.array([np.count_nonzero(h) for h in hits], dtype=np.int64)
+
+    def combine(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+        return a + b
+
+    def empty(self) -> NDArray[np.int64]:
+        return np.zeros(len(self.constants) + 1, dtype=np.int64)
 
 
 def _critical_constants(
@@ -222,18 +276,32 @@ def _order_statistics(
     stats: _PairStatistics,
     counts: NDArray[np.intp],
     ranks: Sequence[int],
+    gathered: NDArray[np.float64] | None = None,
 ) -> list[float]:
     """Critical constants of 1-based ``ranks`` of the ascending order.
 
     ``counts`` is the coarse histogram (:data:`KEY_SHIFT`) of all pairs. The
     bin holding a rank is gathered and sorted; a bin too full to gather is
     refined by a histogram of its finer keys, down to single values.
+    ``gathered``: the exact constants of whole coarse bins already gathered
+    (in the main pass); a rank in one of them needs no further pass.
     """
     out: dict[int, float] = {}
+    if gathered is not None:
+        have = float_key(gathered)
+        cum0 = np.cumsum(counts)
+        for r in ranks:
+            b = int(np.searchsorted(cum0, r, side="left"))
+            mine = gathered[have == b]
+            # a bin is gathered whole or not at all
+            if mine.size and mine.size == int(counts[b]):
+                out[r] = float(np.sort(mine)[r - (int(cum0[b - 1]) if b else 0) - 1])
     # (rank, rank within the bin, bin key, shift of the key, pairs in the bin)
     todo: list[tuple[int, int, int, int, int]] = []
     cum = np.cumsum(counts)
     for r in ranks:
+        if r in out:
+            continue
         b = int(np.searchsorted(cum, r, side="left"))
         todo.append((r, r - (int(cum[b - 1]) if b else 0), b, KEY_SHIFT, int(counts[b])))
     while todo:
@@ -252,17 +320,19 @@ def _order_statistics(
         todo = []
         for shift in sorted({item[3] for item in gather}):
             items = [item for item in gather if item[3] == shift]
-            values = engine.map_reduce(
-                KeyCollectReducer(stats.critical, [item[2] for item in items], shift)
+            values, _ = engine.map_reduce(
+                KeyCollectReducer(
+                    stats.keys, stats.exact, [item[2] for item in items], shift
+                )
             )
-            keys = values.view(np.int64) >> shift
+            keys = float_key(values, shift)
             for rank, within, key, _, _ in items:
                 mine = np.sort(values[keys == key])
                 out[rank] = float(mine[within - 1])
         for rank, within, key, shift, _ in refine:
             finer = _SHIFTS[_SHIFTS.index(shift) + 1]
-            sub, _ = engine.map_reduce(
-                KeyHistogramReducer(stats.critical, shift=finer, prefix=(key, shift))
+            sub = engine.map_reduce(
+                KeyHistogramReducer(stats.keys, shift=finer, prefix=(key, shift))
             )
             sub_cum = np.cumsum(sub)
             b = int(np.searchsorted(sub_cum, within, side="left"))
@@ -270,6 +340,37 @@ def _order_statistics(
             new_key = (key << (shift - finer)) + b
             todo.append((rank, new_within, new_key, finer, int(sub[b])))
     return [out[r] for r in ranks]
+
+
+#: Pairs drawn to guess where the quantiles fall (see :func:`_guess_bins`).
+_N_GUESS = 2**16
+#: Most constants gathered in the main pass around the guessed quantiles.
+_MAX_GUESSED = 2**23
+
+
+def _guess_bins(
+    engine: PairwiseEngine, stats: _PairStatistics, quantiles: Sequence[float]
+) -> list[int]:
+    """Coarse bins likely to hold the quantiles, from a sample of pairs.
+
+    Gathering them in the main pass saves the pass that would gather them
+    afterwards. A guess only: a quantile outside them is found by that pass.
+    The window is six standard deviations of the sample quantile wide on
+    either side.
+    """
+    i, j = engine.sample_pairs(_N_GUESS, random_state=0)
+    d = np.maximum(_normalise(engine.paired_distances(i, j), stats.d_scaling), 0.0)
+    o = np.maximum(_normalise(np.abs(stats.y[i] - stats.y[j]), stats.o_scaling), 0.0)
+    c = np.sort(_critical_constants(o, d))
+    s = c.size
+    bins: set[int] = set()
+    for q in quantiles:
+        half = 6 * math.sqrt(q * (1 - q) / s) + 2 / s
+        lo = c[max(0, math.floor((q - half) * s) - 1)]
+        hi = c[min(s - 1, math.ceil((q + half) * s))]
+        k_lo, k_hi = int(float_key(np.array([lo]))[0]), int(float_key(np.array([hi]))[0])
+        bins.update(range(k_lo, min(k_hi, N_COARSE_KEYS - 2) + 1))
+    return sorted(bins)
 
 
 def _review(
@@ -309,20 +410,32 @@ def _review(
             )
             names.append("violations")
         if constants is not None:
-            # 0.0 first: the pairs satisfied at every L (no score difference)
-            thresholds = [0.0, *constants]
-            reducers.append(KeyHistogramReducer(stats.critical, thresholds=thresholds))
-            names.append("histogram")
+            reducers.append(KeyHistogramReducer(stats.keys))
+            reducers.append(_LipschitzCounts(stats, constants))
+            names += ["histogram", "counts"]
+            if quantiles:
+                guess = _guess_bins(engine, stats, quantiles)
+                reducers.append(
+                    KeyCollectReducer(
+                        stats.keys, stats.exact, guess, KEY_SHIFT, cap=_MAX_GUESSED
+                    )
+                )
+                names.append("guessed")
     if reducers:
         results = engine.map_reduce(MultiReducer(reducers))
         out.update(zip(names, results))
     if n_others:
         out["neighbors"] = cast("RowNeighborsReducer", reducers[0]).result(out["neighbors"])
     if constants is not None and quantiles:
-        counts = out["histogram"][0]
+        counts = out["histogram"]
         ranks = [_needed(q, engine.n_pairs) for q in quantiles]
+        values, overflow = out.pop("guessed")
         out["quantile_constants"] = _order_statistics(
-            engine, cast(_PairStatistics, stats), counts, ranks
+            engine,
+            cast(_PairStatistics, stats),
+            counts,
+            ranks,
+            None if overflow else values,
         )
     return out
 
@@ -882,7 +995,7 @@ def lipschitz_profile(
     found = _review(
         engine, y, constants=consts, quantiles=[float(q) for q in qs], normalize=normalize
     )
-    counts, below = found["histogram"]
+    counts, below = found["histogram"], found["counts"]
     total = engine.n_pairs
     curve_c, curve_f = _curve(counts, total)
     return LipschitzProfile(
@@ -920,8 +1033,9 @@ def _review_all(
 
     Returns the dict of :func:`_review`: ``neighbors`` (distances, positions of
     shape ``(n_samples, n_neighbors)``, self excluded), ``violations``
-    (``((violation, i, j), n_violations)``), ``histogram`` (coarse counts and
-    the counts at ``[0.0, *constants]``), ``quantile_constants`` and the
+    (``((violation, i, j), n_violations)``), ``histogram`` (coarse counts of
+    the critical constants), ``counts`` (pairs with no score difference, then
+    pairs satisfied at each constant), ``quantile_constants`` and the
     normalisation. The public functions give the same values one by one.
     """
     engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
