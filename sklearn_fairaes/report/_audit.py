@@ -91,6 +91,8 @@ def audit(
     n_paraphrase_samples: int = 100,
     perturbations: str | Sequence[str] | None = None,
     n_perturbation_essays: int = 200,
+    n_review: int = 20,
+    n_neighbors: int = 5,
     progress: bool = False,
     title: str | None = None,
 ) -> AuditResult:
@@ -233,6 +235,16 @@ def audit(
     n_perturbation_essays : int, default=200
         Essays edited by the counterfactual audit: a random sample held out
         from the baselines it audits (at most a fifth of the essays).
+    n_review : int, default=20
+        Essays listed per representation and system in the essays to review
+        (largest gap to their nearest neighbours first), and worst pairs in
+        the table of Lipschitz violations; the report shows the first few of
+        each, the tables all of them.
+    n_neighbors : int, default=5
+        Nearest other essays each essay is compared with for the essays to
+        review (:func:`~sklearn_fairaes.metrics.essay_consistency`); a
+        prompt with this many essays or fewer uses all its other essays, with
+        a note.
     progress : bool, default=False
         Show a tqdm progress bar.
     title : str, default=None
@@ -276,6 +288,20 @@ def audit(
     ``"group_agreement"``, ``"group_fairness"``,
     ``"group_fairness_coefficients"`` and ``"group_lipschitz"`` (whose
     ``overall`` row equals the ``"lipschitz"`` table's ``lipschitz_minmax``).
+
+    **Essays to review.** Per representation and system, and for the human
+    scores (system ``"human"``: near-identical essays the raters scored far
+    apart), ``"review_list"`` holds the ``n_review`` essays scored farthest
+    from the mean of their ``n_neighbors`` nearest other essays
+    (:func:`~sklearn_fairaes.metrics.essay_consistency`; essays scored like
+    their neighbours are never listed), with the reason each is listed, and
+    ``"review_neighbors"`` those neighbours, one row each;
+    ``"lipschitz_violations"`` the ``n_review`` worst pairs of
+    :func:`~sklearn_fairaes.metrics.lipschitz_violations` (min-max, ``L =
+    1``); ``"essay_consistency"`` the consistency and the count of violating
+    pairs; ``"lipschitz_constants"`` the smallest ``L`` at which 90, 95 and
+    99% of the pairs satisfy the condition and ``"lipschitz_profile"`` the
+    whole curve (:func:`~sklearn_fairaes.metrics.lipschitz_profile`).
 
     **Notes and warnings.** ``meta["notes"]`` records what the reader should
     know about the numbers: essays that became all-zero vectors under a
@@ -322,6 +348,8 @@ def audit(
         n_profile_pairs=n_profile_pairs,
         n_paraphrase_samples=n_paraphrase_samples,
         n_perturbation_essays=n_perturbation_essays,
+        n_review=n_review,
+        n_neighbors=n_neighbors,
         grammar=grammar,
         sbert_model=sbert_model,
     )

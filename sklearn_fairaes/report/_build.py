@@ -565,7 +565,13 @@ def plan_audit(
             "(baselines to train, or fitted models with refit=False), or leave models "
             "at its default"
         )
-    for option in ("k_extreme", "n_profile_pairs", "n_paraphrase_samples"):
+    for option in (
+        "k_extreme",
+        "n_profile_pairs",
+        "n_paraphrase_samples",
+        "n_review",
+        "n_neighbors",
+    ):
         value = getattr(settings, option)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise AuditInputError(f"{option} must be an int >= 1, got {value!r}")

@@ -74,6 +74,16 @@ SECTION_TITLES = (
     "Short answers: grading and reference coverage",
 )
 
+#: Title of the section of the essays to review (issue 17), after "Score
+#: difference vs. distance". It shows only when the audit gave its tables
+#: (audits before it did not), so it is not in SECTION_TITLES.
+REVIEW_TITLE = "Essays to review"
+
+#: Essays shown with their texts per representation and system in the
+#: report (the tables hold all of them), and rows of the listings.
+REVIEW_ESSAYS_SHOWN = 3
+REVIEW_ROWS_SHOWN = 10
+
 #: Title of the section that opens an audit of several prompts.
 SUMMARY_TITLE = "Summary across prompts"
 
@@ -97,6 +107,20 @@ _ANALYSIS_SECTIONS = (
                 ("lipschitz", "distance_distribution"),
             ),
             ("Score difference vs. distance", ("score_distance", "trend")),
+        ),
+    ),
+    (
+        "review",
+        (
+            (
+                REVIEW_TITLE,
+                (
+                    "review_list",
+                    "lipschitz_violations",
+                    "lipschitz_constants",
+                    "lipschitz_profile",
+                ),
+            ),
         ),
     ),
     (
@@ -127,7 +151,7 @@ _ANALYSIS_SECTIONS = (
 
 # Analyses shown only when one of their tables exists; the others always have
 # their sections, which then say why they are empty.
-_OPTIONAL = {"groups", "counterfactual", "short_answers"}
+_OPTIONAL = {"groups", "counterfactual", "short_answers", "review"}
 
 # Why a section is empty when the audit's metadata gives no reason.
 _DEFAULT_REASONS = {
@@ -137,6 +161,8 @@ _DEFAULT_REASONS = {
         "default on the command line)"
     ),
     "short_answers": "not a short-answer audit (no reference column was given)",
+    "review": "the audit gave no review tables (review_list, lipschitz_violations, "
+    "lipschitz_constants)",
 }
 _MISSING_TABLE = "not available in this run (its table is missing)"
 
@@ -1185,6 +1211,245 @@ def _lipschitz(
     return out
 
 
+def _review_essay(
+    label: str,
+    essay_id: object,
+    row: object,
+    score: object,
+    human: object,
+    text: object,
+    *,
+    system: str,
+) -> dict[str, str]:
+    """One essay of the review list: the system's score and the human score."""
+    details = [f"id {essay_id}"]
+    if not _missing(row):
+        details.append(f"data row {_text(_num(row))}")
+    if system != "human":
+        details.append(f"{model_label(system)} {_text(_score(score))}")
+    details.append(f"human score {_text(_score(human))}")
+    return {"label": label, "details": " · ".join([""] + details), "text": str(text)}
+
+
+def _review(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The essays to review per representation and system, the worst pairs and the constants."""
+    reps_pref = meta.get("representations") or ()
+    systems = _system_order(meta)
+    out: dict[str, Any] = {
+        "reps": [],
+        "constants": None,
+        "shown": REVIEW_ESSAYS_SHOWN,
+        "rows_shown": REVIEW_ROWS_SHOWN,
+    }
+    review = tables.get("review_list")
+    neighbors = tables.get("review_neighbors")
+    violations = tables.get("lipschitz_violations")
+    if review is not None:
+        _check_table(
+            review,
+            "review_list",
+            [
+                "representation", "system", "rank", "id", "data_row", "score", "human_score",
+                "neighbor_mean", "gap", "reason", "text",
+            ],
+        )  # fmt: skip
+    if neighbors is not None:
+        _check_table(
+            neighbors,
+            "review_neighbors",
+            [
+                "representation", "system", "rank", "neighbor_rank", "neighbor_id",
+                "neighbor_data_row", "distance", "neighbor_score", "neighbor_human_score",
+                "neighbor_text",
+            ],
+        )  # fmt: skip
+    if violations is not None:
+        _check_table(
+            violations,
+            "lipschitz_violations",
+            [
+                "representation", "system", "rank", "id_a", "id_b", "distance", "score_a",
+                "score_b", "human_score_a", "human_score_b", "violation",
+            ],
+        )  # fmt: skip
+    present = [t for t in (review, violations) if t is not None and len(t)]
+    keys = [
+        (str(r), str(s)) for t in present for r, s in zip(t["representation"], t["system"])
+    ]
+    reps = _ordered([r for r, _ in keys], reps_pref)
+    for r in reps:
+        entries = []
+        for m in _ordered([s for rr, s in keys if rr == r], systems, last=("human",)):
+            entries.append(_review_system(review, neighbors, violations, r, m))
+        out["reps"].append({"label": representation_label(r), "systems": entries})
+    if _present(tables, "lipschitz_constants"):
+        constants = tables["lipschitz_constants"]
+        _check_table(
+            constants,
+            "lipschitz_constants",
+            ["representation", "system", "quantile", "lipschitz_constant"],
+        )
+        quantiles = sorted(set(float(q) for q in constants["quantile"]))
+        cells = {
+            (str(c["representation"]), str(c["system"]), float(c["quantile"])): c[
+                "lipschitz_constant"
+            ]
+            for c in constants.to_dict("records")
+        }
+        rows = []
+        for r in _ordered(constants["representation"], reps_pref):
+            sub = constants[constants["representation"].astype(str) == r]
+            for m in _ordered(sub["system"], systems, last=("human",)):
+                rows.append(
+                    [_rep(r), _mod(m)] + [_num(cells.get((r, m, q))) for q in quantiles]
+                )
+        out["constants"] = _table(
+            ["Representation", "System"]
+            + [f"L at {100 * q:g}% of pairs" for q in quantiles],
+            rows,
+            caption="Empirical Lipschitz constants: the smallest L at which the share "
+            "of pairs satisfying the condition reaches 90, 95 and 99% (min–max "
+            "normalisation; ∞: near-identical essays with different scores)",
+        )
+    return out
+
+
+def _rows_of(table: pd.DataFrame | None, rep: str, system: str) -> pd.DataFrame | None:
+    if table is None or not len(table):
+        return None
+    sub = table[
+        (table["representation"].astype(str) == rep)
+        & (table["system"].astype(str) == system)
+    ]
+    return sub.sort_values("rank") if len(sub) else None
+
+
+def _review_system(
+    review: pd.DataFrame | None,
+    neighbors: pd.DataFrame | None,
+    violations: pd.DataFrame | None,
+    rep: str,
+    system: str,
+) -> dict[str, Any]:
+    """One (representation, system) of the essays to review."""
+    listed = _rows_of(review, rep, system)
+    near = _rows_of(neighbors, rep, system)
+    pairs = _rows_of(violations, rep, system)
+    label = "Human scores (rater monitoring)" if system == "human" else model_label(system)
+    entry: dict[str, Any] = {
+        "label": label,
+        "essays": [],
+        "listing": None,
+        "n_listed": 0 if listed is None else len(listed),
+        "pairs": None,
+        "n_pairs": 0 if pairs is None else len(pairs),
+    }
+    if listed is not None:
+        records = listed.to_dict("records")
+        for e in records[:REVIEW_ESSAYS_SHOWN]:
+            mine = (
+                []
+                if near is None
+                else near[near["rank"] == e["rank"]]
+                .sort_values("neighbor_rank")
+                .to_dict("records")
+            )
+            flagged = _review_essay(
+                "Listed essay",
+                e["id"],
+                e["data_row"],
+                e["score"],
+                e["human_score"],
+                e["text"],
+                system=system,
+            )
+            nearest = (
+                _review_essay(
+                    f"Nearest neighbour (distance {_text(_num(mine[0]['distance']))})",
+                    mine[0]["neighbor_id"],
+                    mine[0]["neighbor_data_row"],
+                    mine[0]["neighbor_score"],
+                    mine[0]["neighbor_human_score"],
+                    mine[0]["neighbor_text"],
+                    system=system,
+                )
+                if mine
+                else None
+            )
+            table = (
+                _table(
+                    ["Neighbour", "Essay", "Data row", "Distance", "Score", "Human score"],
+                    [
+                        [
+                            _num(n["neighbor_rank"]),
+                            n["neighbor_id"],
+                            _num(n["neighbor_data_row"]),
+                            _num(n["distance"]),
+                            _score(n["neighbor_score"]),
+                            _score(n["neighbor_human_score"]),
+                        ]
+                        for n in mine
+                    ],
+                    caption=f"Nearest neighbours of essay {e['id']}",
+                )
+                if mine
+                else None
+            )
+            entry["essays"].append(
+                {
+                    "heading": f"{_text(_num(e['rank']))}. Essay {e['id']}: {e['reason']}",
+                    "essay": flagged,
+                    "nearest": nearest,
+                    "neighbors": table,
+                }
+            )
+        entry["listing"] = _table(
+            ["Rank", "Essay", "Data row", "Score", "Human score", "Neighbour mean", "Gap",
+             "Why listed"],
+            [
+                [
+                    _num(e["rank"]),
+                    e["id"],
+                    _num(e["data_row"]),
+                    _score(e["score"]),
+                    _score(e["human_score"]),
+                    _num(e["neighbor_mean"]),
+                    _num(e["gap"]),
+                    e["reason"],
+                ]
+                for e in records[:REVIEW_ROWS_SHOWN]
+            ],
+            caption=f"Essays to review, {representation_label(rep)}, {label}: the first "
+            f"{min(len(records), REVIEW_ROWS_SHOWN)} of {len(records)} "
+            "(all in tables/review_list.csv)",
+        )  # fmt: skip
+    if pairs is not None:
+        entry["pairs"] = _table(
+            ["Rank", "Essay A", "Essay B", "Distance", "Score A", "Score B",
+             "Human A", "Human B", "Violation"],
+            [
+                [
+                    _num(v["rank"]),
+                    v["id_a"],
+                    v["id_b"],
+                    _num(v["distance"]),
+                    _score(v["score_a"]),
+                    _score(v["score_b"]),
+                    _score(v["human_score_a"]),
+                    _score(v["human_score_b"]),
+                    _num(v["violation"]),
+                ]
+                for v in pairs.to_dict("records")[:REVIEW_ROWS_SHOWN]
+            ],
+            caption=f"Worst pairs, {representation_label(rep)}, {label}: the first "
+            f"{min(len(pairs), REVIEW_ROWS_SHOWN)} of {len(pairs)} "
+            "(all in tables/lipschitz_violations.csv)",
+        )  # fmt: skip
+    return entry
+
+
 _FAIRNESS_ANALYSES = (("osa", "OSA"), ("osd", "OSD"), ("csd", "CSD"))
 
 
@@ -1489,6 +1754,7 @@ _VIEWS: dict[str, Callable[..., dict[str, Any]]] = {
     "extremes": _extremes,
     "paraphrase": _paraphrase,
     "lipschitz": _lipschitz,
+    "review": _review,
     "groups": _groups,
     "counterfactual": _counterfactual,
     "short_answers": _short_answers,

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FIGURE_NAMES",
     "POOLED",
+    "REVIEW_FIGURE_NAMES",
     "audit_prompts",
     "figure_key",
     "make_figures",
@@ -44,6 +45,7 @@ __all__ = [
     "plot_group_agreement",
     "plot_group_lipschitz",
     "plot_lipschitz",
+    "plot_lipschitz_profile",
     "plot_score_distance",
     "prompt_tables",
 ]
@@ -60,6 +62,11 @@ FIGURE_NAMES = (
     "group_lipschitz",
     "perturbation",
 )
+
+#: Figures of the essays to review (issue 17), built when the audit gave their
+#: tables; they come after ``score_distance_100`` in :func:`make_figures`.
+#: Kept apart from :data:`FIGURE_NAMES`, which lists the paper's figures.
+REVIEW_FIGURE_NAMES = ("lipschitz_profile",)
 
 REPRESENTATION_LABELS = {
     "bow": "BOW",
@@ -797,6 +804,84 @@ def plot_score_distance(
     return fig
 
 
+def plot_lipschitz_profile(
+    profile: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
+    """Share of essay pairs satisfying the Lipschitz condition as the constant ``L`` grows.
+
+    One panel per representation, one step line per system and for the human
+    scores, ``L`` on a log axis, with the 90/95/99% levels as dotted lines:
+    where a line crosses a level is that system's empirical Lipschitz
+    constant. A line to the left of the human scores' line scores near
+    essays more alike than the raters did. Points at ``L = 0`` (pairs with
+    no score difference) cannot be drawn on a log axis and are left out;
+    the line then starts at its first positive constant.
+
+    Parameters
+    ----------
+    profile : pandas.DataFrame
+        The audit's ``"lipschitz_profile"`` table: ``representation``,
+        ``system``, ``lipschitz_constant``, ``fraction``.
+    representations, models : list of str, default=None
+        Order of the panels and of the legend; order of appearance when None.
+    colors : dict, default=None
+        System -> colour; :func:`model_colors` when None.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report._plots import plot_lipschitz_profile
+    >>> table = pd.DataFrame({"representation": ["tfidf"] * 3, "system": ["human"] * 3,
+    ...                       "lipschitz_constant": [0.5, 1.0, 4.0],
+    ...                       "fraction": [0.6, 0.9, 1.0]})
+    >>> fig = plot_lipschitz_profile(table)
+    >>> fig.axes[0].get_xscale(), fig.axes[0].get_title()
+    ('log', 'TF-IDF')
+    """
+    _check_table(
+        profile,
+        "lipschitz_profile",
+        ["representation", "system", "lipschitz_constant", "fraction"],
+    )
+    reps = _ordered(profile["representation"], representations)
+    mods = _ordered(profile["system"], models, last=("human",))
+    colors = colors or model_colors(mods)
+    fig = _figure(_PANEL_W * min(len(reps), 2), _PANEL_H * math.ceil(len(reps) / 2) + 0.9)
+    axes, _, _ = _panel_axes(fig, len(reps), sharey=True)
+    ncols = min(len(reps), 2)
+    for i, (ax, r) in enumerate(zip(axes, reps)):
+        sub = profile[profile["representation"].astype(str) == r]
+        for m in mods:
+            part = sub[sub["system"].astype(str) == m].sort_values("lipschitz_constant")
+            x = part["lipschitz_constant"].to_numpy(float)
+            y = part["fraction"].to_numpy(float)
+            drawn = (x > 0) & np.isfinite(x)
+            if drawn.any():
+                ax.step(x[drawn], 100 * y[drawn], where="post", color=colors[m], lw=1.8)
+        for level in (90, 95, 99):
+            ax.axhline(level, color="#999999", lw=0.8, ls=":")
+        ax.axvline(1.0, color="#999999", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_title(_text(representation_label(r)))
+        if i + ncols >= len(reps):
+            ax.set_xlabel("Lipschitz constant L (log scale; dashed: L = 1)")
+        if i % ncols == 0:
+            ax.set_ylabel("Pairs satisfying the condition (%)")
+        ax.grid(alpha=0.3, which="both")
+    fig.suptitle("Lipschitz profile: share of pairs satisfied vs. L (dotted: 90/95/99%)")
+    _legend(fig, _line_handles(colors, mods), [_text(model_label(m)) for m in mods])
+    return fig
+
+
 def plot_group_agreement(
     group_agreement: pd.DataFrame,
     *,
@@ -1177,6 +1262,10 @@ def _prompt_figures(
                     representations=reps,
                     score_range=scale,
                 )
+    if _present(tables, "lipschitz_profile"):
+        figures["lipschitz_profile"] = plot_lipschitz_profile(
+            tables["lipschitz_profile"], models=mods, colors=colors, representations=reps
+        )
     if _present(tables, "group_agreement"):
         figures["group_agreement"] = plot_group_agreement(
             tables["group_agreement"], models=mods, representations=reps
@@ -1230,7 +1319,8 @@ def make_figures(
     Returns
     -------
     figures : dict of str to matplotlib.figure.Figure
-        With one prompt, keys among :data:`FIGURE_NAMES`, in report order;
+        With one prompt, keys among :data:`FIGURE_NAMES` and
+        :data:`REVIEW_FIGURE_NAMES`, in report order;
         with several, :func:`figure_key` of each name and prompt, prompt by
         prompt.
 
@@ -1255,6 +1345,7 @@ def make_figures(
         ("lipschitz", "system"),
         ("group_lipschitz", "system"),
         ("score_distance", "system"),
+        ("lipschitz_profile", "system"),
         ("distance_distribution", "series"),
     ):
         if _present(tables, key) and column in tables[key].columns:

@@ -85,6 +85,8 @@ class Settings:
     n_perturbation_essays: int = 200
     grammar: str | None = None
     sbert_model: str = "all-MiniLM-L6-v2"
+    n_review: int = 20
+    n_neighbors: int = 5
 
 
 @dataclass

@@ -13,6 +13,7 @@ from ._extremes import ANALYSIS as EXTREMES
 from ._groups import ANALYSIS as GROUPS
 from ._lipschitz import ANALYSIS as LIPSCHITZ
 from ._paraphrase import ANALYSIS as PARAPHRASE
+from ._review import ANALYSIS as REVIEW
 from ._short_answers import ANALYSIS as SHORT_ANSWERS
 
 ORDER: list[Analysis] = [
@@ -20,6 +21,7 @@ ORDER: list[Analysis] = [
     EXTREMES,
     PARAPHRASE,
     LIPSCHITZ,
+    REVIEW,
     GROUPS,
     COUNTERFACTUAL,
     SHORT_ANSWERS,
