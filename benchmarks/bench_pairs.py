@@ -15,6 +15,13 @@ Measured in one run:
    ``metrics/_individual.py`` together (target under 1 s), called on ``X`` and
    on distances computed once by ``condensed_distances``; ``paraphrase_ndcg``
    on a word-dropping stand-in for paraphrases, timed apart.
+4. Issue 17, N=50,000, d=384 (``--n-review``): the three review metrics
+   (``essay_consistency`` with 10 neighbours, ``lipschitz_violations`` top
+   100, ``lipschitz_profile`` at 5 constants and the 90/95/99% quantiles)
+   from their one shared pass (``_review._review_all``) against
+   ``lipschitz_fraction`` alone (target <= 1.5x), one run each, with peak
+   memory; the three public functions called one after the other are timed
+   as well (each makes its own passes).
 
 Peak memory is measured with :mod:`tracemalloc` (every numpy array is traced;
 OpenBLAS's own work buffers, a few tens of MB, are not). Timings are the best
@@ -26,6 +33,7 @@ Usage::
     python benchmarks/bench_pairs.py                      # all three, full size
     python benchmarks/bench_pairs.py --n-naive 2000 --n-large 5000   # quick (CI)
     python benchmarks/bench_pairs.py --skip-large --skip-naive       # ASAP only
+    python benchmarks/bench_pairs.py --only-review --n-review 20000  # issue 17 only
 """
 
 from __future__ import annotations
@@ -159,6 +167,49 @@ def bench_large(n, dim, repeat, block_size, n_jobs):
           f"{t_ours / t_bare32:.2f}x (two float32 passes + exact checks)")  # fmt: skip
 
 
+def bench_review(n, dim, block_size, n_jobs, separate=True):
+    from sklearn_fairaes.metrics._individual import lipschitz_fraction
+    from sklearn_fairaes.metrics._review import (
+        _review_all,
+        essay_consistency,
+        lipschitz_profile,
+        lipschitz_violations,
+    )
+
+    X, y = random_problem(n, dim, seed=2)
+    pairs = n * (n - 1) // 2
+    kw = dict(block_size=block_size, n_jobs=n_jobs)
+    print(
+        f"\n[4] N={n:,}, d={dim}: {pairs:,} pairs; issue 17's review metrics, one run each"
+    )
+    t0 = time.perf_counter()
+    res, mem_lf = peak_memory(lambda: lipschitz_fraction(X, y, return_counts=True, **kw))
+    t_lf = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out, mem_all = peak_memory(lambda: _review_all(X, y, n_neighbors=10, top=100, **kw))
+    t_all = time.perf_counter() - t0
+    n_ok = int(out["counts"][1 + [0.25, 0.5, 1.0, 2.0, 4.0].index(1.0)])
+    print(f"    lipschitz_fraction alone          : {t_lf:8.2f} s   peak {mem_lf:6.0f} MB")
+    print(f"    the three from one shared pass    : {t_all:8.2f} s   peak {mem_all:6.0f} MB"
+          f"   -> ratio {t_all / t_lf:.2f}x (target <= 1.5x)")  # fmt: skip
+    print(f"    Lipschitz count at L=1: {n_ok:,} (lipschitz_fraction: {res.n_satisfied:,}; "
+          f"equal: {n_ok == res.n_satisfied}); violations {out['violations'][1]:,}; "
+          f"95% constant {out['quantile_constants'][1]:.4f}")  # fmt: skip
+    if separate:
+        t0 = time.perf_counter()
+        essay_consistency(X, y, n_neighbors=10, **kw)
+        t_c = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lipschitz_violations(X, y, top=100, **kw)
+        t_v = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lipschitz_profile(X, y, **kw)
+        t_p = time.perf_counter() - t0
+        print(f"    one by one: essay_consistency {t_c:.2f} s, lipschitz_violations "
+              f"{t_v:.2f} s, lipschitz_profile {t_p:.2f} s (sum {t_c + t_v + t_p:.2f} s, "
+              f"{(t_c + t_v + t_p) / t_lf:.2f}x)")  # fmt: skip
+
+
 def simple_features(essays):
     """Cheap interpretable features for the profile (not the package's twelve)."""
     words = [e.split() for e in essays]
@@ -269,8 +320,18 @@ def main(argv=None):
     parser.add_argument("--skip-naive", action="store_true")
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--skip-asap", action="store_true")
+    parser.add_argument("--n-review", type=int, default=50_000)
+    parser.add_argument("--skip-review", action="store_true")
+    parser.add_argument("--only-review", action="store_true")
+    parser.add_argument(
+        "--review-together-only",
+        action="store_true",
+        help="in [4], time only the shared pass (not the three functions one by one)",
+    )
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    if args.only_review:
+        args.skip_naive = args.skip_large = args.skip_asap = True
     if not args.skip_naive:
         bench_naive(args.n_naive, args.dim, args.repeat, args.block_size, args.n_jobs)
     if not args.skip_large:
@@ -278,6 +339,9 @@ def main(argv=None):
                     args.n_jobs)  # fmt: skip
     if not args.skip_asap:
         bench_asap(args.repeat)
+    if not args.skip_review:
+        bench_review(args.n_review, args.dim, args.block_size, args.n_jobs,
+                     separate=not args.review_together_only)  # fmt: skip
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

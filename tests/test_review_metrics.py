@@ -327,7 +327,7 @@ def test_refined_histograms_give_the_same_constants(data, monkeypatch):
     expected = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     # no bin may be gathered: every order statistic is refined to single values
     monkeypatch.setattr(_review, "_MAX_GATHER", 0)
-    monkeypatch.setattr(_review, "_guess_bins", lambda *args: [])
+    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
     refined = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     np.testing.assert_array_equal(refined, expected)
     for q, L in zip(qs, refined):
@@ -338,12 +338,22 @@ def test_quantiles_found_without_the_guessed_bins_are_the_same(data, monkeypatch
     X, y = data
     qs = (0.3, 0.9, 0.99)
     expected = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
-    # the guess misses every quantile: each is found by a gathering pass
-    monkeypatch.setattr(_review, "_guess_bins", lambda *args: [])
+
+    # the main pass finds them in the guessed windows: no pass after it
+    def no_more_passes(*args):
+        raise AssertionError("a quantile was not in its guessed window")
+
+    monkeypatch.setattr(_review, "_order_statistics", no_more_passes)
     np.testing.assert_array_equal(
         sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants, expected
     )
-    # the guessed bins overflow their cap: the same
+    monkeypatch.undo()
+    # the guess misses every quantile: each is found by a gathering pass
+    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
+    np.testing.assert_array_equal(
+        sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants, expected
+    )
+    # the guessed windows overflow their cap: the same
     monkeypatch.undo()
     monkeypatch.setattr(_review, "_MAX_GUESSED", 1)
     np.testing.assert_array_equal(

@@ -96,6 +96,10 @@ _MAX_GATHER = 2**22
 #: power of two, then 2**16 sub-bins per bin, twice, then single values.
 _SHIFTS = (KEY_SHIFT, 30, 14, 0)
 
+#: Shift of the keys that the main pass computes (and the coarse keys derive
+#: from): 2**16 sub-bins per coarse bin, for the windows of :func:`_guess_windows`.
+_FINE_SHIFT = 30
+
 
 # --------------------------------------------------------------------------
 # Per-pair statistics shared by the reducers of one pass
@@ -154,23 +158,29 @@ class _PairStatistics:
         critical constant, so its key is the constant's key unless it lies
         within 8 units of a bin edge; only those pairs (and, at ``shift=0``,
         all) get the exact constant, which is far dearer than the quotient.
+        Keys at shifts from :data:`_FINE_SHIFT` up are those at
+        :data:`_FINE_SHIFT` with the low bits dropped (its edges are theirs).
         """
         arrays = self._arrays(block)
         name = f"k{shift}"
-        if name not in arrays:
-            d, o = arrays["d"], arrays["o"]
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                q = np.divide(o, d)
-            q[o <= 0] = 0.0  # also 0/0
-            bits = q.view(np.int64)
-            low = bits & ((1 << shift) - 1)
-            near = np.flatnonzero((low < 8) | (low >= (1 << shift) - 8))
-            flat = bits.reshape(-1)
-            flat[near] = _critical_constants(o.reshape(-1)[near], d.reshape(-1)[near]).view(
-                np.int64
-            )
-            arrays[name] = bits >> shift
-        return arrays[name]
+        if name in arrays:
+            return arrays[name]
+        if shift > _FINE_SHIFT:
+            arrays[name] = self.keys(block, _FINE_SHIFT) >> (shift - _FINE_SHIFT)
+            return arrays[name]
+        d, o = arrays["d"], arrays["o"]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            q = np.divide(o, d)
+        q[o <= 0] = 0.0  # also 0/0
+        bits = q.view(np.int64)
+        low = bits & ((1 << shift) - 1)
+        near = np.flatnonzero((low < 8) | (low >= (1 << shift) - 8))
+        flat = bits.reshape(-1)
+        exact = _critical_constants(o.reshape(-1)[near], d.reshape(-1)[near])
+        flat[near] = exact.view(np.int64)
+        np.right_shift(bits, shift, out=bits)
+        arrays[name] = bits
+        return bits
 
     def exact(self, block: PairBlock, positions: NDArray[np.intp]) -> NDArray[np.float64]:
         """Critical constants of the pairs at ``positions`` of ``block.values()``."""
@@ -276,26 +286,14 @@ def _order_statistics(
     stats: _PairStatistics,
     counts: NDArray[np.intp],
     ranks: Sequence[int],
-    gathered: NDArray[np.float64] | None = None,
 ) -> list[float]:
     """Critical constants of 1-based ``ranks`` of the ascending order.
 
     ``counts`` is the coarse histogram (:data:`KEY_SHIFT`) of all pairs. The
     bin holding a rank is gathered and sorted; a bin too full to gather is
     refined by a histogram of its finer keys, down to single values.
-    ``gathered``: the exact constants of whole coarse bins already gathered
-    (in the main pass); a rank in one of them needs no further pass.
     """
     out: dict[int, float] = {}
-    if gathered is not None:
-        have = float_key(gathered)
-        cum0 = np.cumsum(counts)
-        for r in ranks:
-            b = int(np.searchsorted(cum0, r, side="left"))
-            mine = gathered[have == b]
-            # a bin is gathered whole or not at all
-            if mine.size and mine.size == int(counts[b]):
-                out[r] = float(np.sort(mine)[r - (int(cum0[b - 1]) if b else 0) - 1])
     # (rank, rank within the bin, bin key, shift of the key, pairs in the bin)
     todo: list[tuple[int, int, int, int, int]] = []
     cum = np.cumsum(counts)
@@ -342,35 +340,80 @@ def _order_statistics(
     return [out[r] for r in ranks]
 
 
-#: Pairs drawn to guess where the quantiles fall (see :func:`_guess_bins`).
-_N_GUESS = 2**16
-#: Most constants gathered in the main pass around the guessed quantiles.
-_MAX_GUESSED = 2**23
+#: Most pairs drawn to guess where the quantiles fall (see :func:`_guess_windows`).
+_N_GUESS = 2**18
+#: Most constants gathered in the main pass in the guessed windows (128 MB).
+_MAX_GUESSED = 2**24
 
 
-def _guess_bins(
+def _guess_windows(
     engine: PairwiseEngine, stats: _PairStatistics, quantiles: Sequence[float]
-) -> list[int]:
-    """Coarse bins likely to hold the quantiles, from a sample of pairs.
+) -> list[tuple[int, int]]:
+    """Ranges of fine keys likely to hold the quantiles, from a sample of pairs.
 
-    Gathering them in the main pass saves the pass that would gather them
-    afterwards. A guess only: a quantile outside them is found by that pass.
-    The window is six standard deviations of the sample quantile wide on
-    either side.
+    Gathering the constants there in the main pass saves the passes that would
+    find them afterwards. A guess only (five standard deviations of the
+    sample quantile on either side): a quantile outside its window is found
+    by those passes.
     """
-    i, j = engine.sample_pairs(_N_GUESS, random_state=0)
+    n_draws = min(_N_GUESS, max(1024, engine.n_pairs // 256))
+    i, j = engine.sample_pairs(n_draws, random_state=0)
     d = np.maximum(_normalise(engine.paired_distances(i, j), stats.d_scaling), 0.0)
     o = np.maximum(_normalise(np.abs(stats.y[i] - stats.y[j]), stats.o_scaling), 0.0)
     c = np.sort(_critical_constants(o, d))
     s = c.size
-    bins: set[int] = set()
+    windows = []
     for q in quantiles:
-        half = 6 * math.sqrt(q * (1 - q) / s) + 2 / s
+        half = 5 * math.sqrt(q * (1 - q) / s) + 2 / s
         lo = c[max(0, math.floor((q - half) * s) - 1)]
         hi = c[min(s - 1, math.ceil((q + half) * s))]
-        k_lo, k_hi = int(float_key(np.array([lo]))[0]), int(float_key(np.array([hi]))[0])
-        bins.update(range(k_lo, min(k_hi, N_COARSE_KEYS - 2) + 1))
-    return sorted(bins)
+        keys = float_key(np.array([lo, hi]), _FINE_SHIFT)
+        windows.append((int(keys[0]), int(keys[1])))
+    return windows
+
+
+class _WindowCollect:
+    """Per window of fine keys: the pairs below it, and its exact constants.
+
+    Partial result ``(below, values, overflow)``; beyond ``cap`` constants in
+    all nothing is kept and ``overflow`` is True.
+    """
+
+    def __init__(
+        self, stats: _PairStatistics, windows: Sequence[tuple[int, int]], cap: int
+    ) -> None:
+        self.stats, self.windows, self.cap = stats, list(windows), cap
+
+    def map(self, block: PairBlock) -> tuple[NDArray[np.int64], list[Any], bool]:
+        k = block.values(self.stats.keys(block, _FINE_SHIFT))
+        below = np.array([np.count_nonzero(k < lo) for lo, _ in self.windows], np.int64)
+        values = []
+        for lo, hi in self.windows:
+            pos = np.flatnonzero((k >= lo) & (k <= hi))
+            if pos.size > self.cap:
+                return below, [], True
+            values.append(self.stats.exact(block, pos))
+        return below, values, False
+
+    def combine(
+        self,
+        a: tuple[NDArray[np.int64], list[Any], bool],
+        b: tuple[NDArray[np.int64], list[Any], bool],
+    ) -> tuple[NDArray[np.int64], list[Any], bool]:
+        below = a[0] + b[0]
+        if a[2] or b[2]:
+            return below, [], True
+        values = [np.concatenate([x, y]) for x, y in zip(a[1], b[1])]
+        if sum(v.size for v in values) > self.cap:
+            return below, [], True
+        return below, values, False
+
+    def empty(self) -> tuple[NDArray[np.int64], list[Any], bool]:
+        return (
+            np.zeros(len(self.windows), np.int64),
+            [np.empty(0)] * len(self.windows),
+            False,
+        )
 
 
 def _review(
@@ -414,12 +457,8 @@ def _review(
             reducers.append(_LipschitzCounts(stats, constants))
             names += ["histogram", "counts"]
             if quantiles:
-                guess = _guess_bins(engine, stats, quantiles)
-                reducers.append(
-                    KeyCollectReducer(
-                        stats.keys, stats.exact, guess, KEY_SHIFT, cap=_MAX_GUESSED
-                    )
-                )
+                windows = _guess_windows(engine, stats, quantiles)
+                reducers.append(_WindowCollect(stats, windows, _MAX_GUESSED))
                 names.append("guessed")
     if reducers:
         results = engine.map_reduce(MultiReducer(reducers))
@@ -429,14 +468,23 @@ def _review(
     if constants is not None and quantiles:
         counts = out["histogram"]
         ranks = [_needed(q, engine.n_pairs) for q in quantiles]
-        values, overflow = out.pop("guessed")
-        out["quantile_constants"] = _order_statistics(
-            engine,
-            cast(_PairStatistics, stats),
-            counts,
-            ranks,
-            None if overflow else values,
-        )
+        below, values, overflow = out.pop("guessed")
+        found: dict[int, float] = {}
+        if not overflow:
+            for m, low, mine in zip(ranks, below, values):
+                if low < m <= low + mine.size:
+                    found[m] = float(np.sort(mine)[m - low - 1])
+        missing = [m for m in ranks if m not in found]
+        if missing:
+            found.update(
+                zip(
+                    missing,
+                    _order_statistics(
+                        engine, cast(_PairStatistics, stats), counts, missing
+                    ),
+                )
+            )
+        out["quantile_constants"] = [found[m] for m in ranks]
     return out
 
 
