@@ -21,6 +21,7 @@ from sklearn.neighbors import NearestNeighbors
 import sklearn_fairaes as sf
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
 from sklearn_fairaes.metrics import _review
+from sklearn_fairaes.metrics._pairwise import PairwiseEngine
 from sklearn_fairaes.metrics._review import _critical_constants, _review_all
 
 
@@ -539,3 +540,19 @@ def test_property_all_three_against_naive_loops(n, k, seed, L, block):
     for q, constant in zip([0.5, 0.9, 1.0], profile.quantile_constants):
         m = math.ceil(q * len(r))
         assert constant == pytest.approx(r[m - 1], rel=1e-12) or constant == r[m - 1]
+
+
+def test_counts_equal_lipschitz_fraction_on_its_float32_screened_path(rs):
+    # dense cosine input too large to cache: lipschitz_fraction screens pairs
+    # in float32 and settles the undecided ones pair by pair; the review
+    # metrics use float64 blocks, and the counts agree
+    X = rs.normal(size=(4000, 4))
+    y = rs.randint(0, 6, size=4000).astype(float)
+    assert PairwiseEngine(X).screenable
+    profile = sf.lipschitz_profile(X, y, constants=[0.5, 1.0], quantiles=[0.95])
+    for L, count in zip([0.5, 1.0], profile.n_satisfied):
+        expected = sf.lipschitz_fraction(X, y, lipschitz_constant=L, return_counts=True)
+        assert count == expected.n_satisfied
+    worst = sf.lipschitz_violations(X, y, top=3)
+    assert worst.n_pairs - worst.n_violations == profile.n_satisfied[1]
+    _check_quantile_constant(X, y, 0.95, float(profile.quantile_constants[0]))
