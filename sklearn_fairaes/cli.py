@@ -665,6 +665,8 @@ def _run_audit(
         sbert_model=args.sbert_model,
         perturbations=args.perturbations,
         n_perturbation_essays=args.n_perturbation_essays,
+        n_review=args.n_review,
+        n_neighbors=args.n_neighbors,
         progress=not args.quiet,
         title=f"Individual-fairness audit of {source}",
     )
@@ -900,6 +902,20 @@ def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> Non
         type=int,
         default=200,
         help="held-out essays edited by the counterfactual audit (default: %(default)s)",
+    )
+    p.add_argument(
+        "--n-review",
+        type=int,
+        default=20,
+        help="essays to review and worst pairs listed per representation and system "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--n-neighbors",
+        type=int,
+        default=5,
+        help="nearest essays each essay is compared with for the essays to review "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--force",

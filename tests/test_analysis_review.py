@@ -265,3 +265,44 @@ def test_review_reason_wording():
     assert (
         review_reason(2.0, 1, 0.5) == "scored 2 above its nearest neighbour (distance 0.5)"
     )
+
+
+def _cli_essays(path):
+    demo = sf.load_demo_essays().iloc[:16].reset_index(drop=True)
+    rng = np.random.default_rng(0)
+    frame = demo[["essay_id", "essay", "score"]].copy()
+    frame["engine"] = np.clip(frame["score"] + rng.integers(-2, 3, len(frame)), 0, 12)
+    frame.to_csv(path, index=False)
+    return path
+
+
+CLI = ["--text-col", "essay", "--score-col", "score", "--system-cols", "engine",
+       "--id-col", "essay_id", "--representations", "bow", "--score-range", "0,12",
+       "--quiet"]  # fmt: skip
+
+
+def test_cli_passes_n_review_and_n_neighbors(tmp_path):
+    from sklearn_fairaes.cli import main
+
+    data = _cli_essays(tmp_path / "essays.csv")
+    out = tmp_path / "out"
+    code = main(["audit", str(data), *CLI, "--n-review", "3", "--n-neighbors", "2",
+                 "--out", str(out)])  # fmt: skip
+    assert code == 0
+    review = pd.read_csv(out / "tables" / "review_list.csv")
+    assert review.groupby(["representation", "system"]).size().max() <= 3
+    assert set(review["n_neighbors"]) == {2}
+    neighbors = pd.read_csv(out / "tables" / "review_neighbors.csv")
+    assert neighbors.groupby(["system", "rank"]).size().eq(2).all()
+    assert len(pd.read_csv(out / "tables" / "lipschitz_violations.csv")) <= 2 * 3
+
+
+def test_cli_refuses_a_bad_n_review(tmp_path, capsys):
+    from sklearn_fairaes.cli import main
+
+    data = _cli_essays(tmp_path / "essays.csv")
+    code = main(
+        ["audit", str(data), *CLI, "--n-review", "0", "--out", str(tmp_path / "out")]
+    )
+    assert code != 0
+    assert "n_review must be an int >= 1, got 0" in capsys.readouterr().err
