@@ -340,9 +340,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
 
     With the NLTK and spaCy backends an essay is POS-tagged once per process:
     the tags are kept in a bounded memo shared with
-    :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser` and the synonym
-    perturbation (tags made in ``n_jobs`` worker processes are handed back to
-    it). The tags are the same with or without it; see
+    :class:`~sklearn_fairaes.WordNetParaphraser` and
+    :class:`~sklearn_fairaes.perturb.SynonymParaphrase` (tags made in
+    ``n_jobs`` worker processes are handed back to it). The tags are the same with or without it; see
     ``sklearn_fairaes.features._pos``.
 
     Examples

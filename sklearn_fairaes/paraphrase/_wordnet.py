@@ -514,7 +514,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
     never stored on the estimator, so it clones and pickles cheaply. WordNet is
     found (or prepared from a system copy) by
     :func:`sklearn_fairaes.resources.ensure_wordnet`. Essays already tagged in
-    the process (by :class:`~sklearn_fairaes.features.InterpretableFeatures`,
+    the process (by :class:`~sklearn_fairaes.InterpretableFeatures`,
     say) are not tagged again: the POS tags come from the tag memo of
     ``sklearn_fairaes.features._pos``, identical to tagging afresh.
 
