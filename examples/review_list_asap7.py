@@ -1,6 +1,6 @@
 """
 Essays to review on ASAP prompt 7: near-identical essays the raters scored far apart
-===================================================================================
+====================================================================================
 
 Rater monitoring with the functions behind the audit's "Essays to review"
 section (issue 17): TF-IDF vectors of the 1,569 essays of ASAP prompt 7 (the
@@ -40,7 +40,9 @@ DATA = Path("/work/shared/data/asap-aes/asap_aes_prompt7.tsv")
 
 def main(argv: list[str] | None = None) -> None:
     """Print the review list, the worst pairs and the constants of prompt 7."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
+    parser = argparse.ArgumentParser(
+        description="The review list of ASAP prompt 7's human scores under TF-IDF."
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="ASAP prompt 7 TSV")
     parser.add_argument("--n-review", type=int, default=10, help="essays and pairs listed")
     parser.add_argument("--n-neighbors", type=int, default=5, help="neighbours per essay")
