@@ -9,6 +9,7 @@ loops, sklearn's ``NearestNeighbors``, AIF360's consistency formula, and
 import math
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -449,6 +450,16 @@ def test_results_do_not_depend_on_n_jobs(rs):
     np.testing.assert_array_equal(one["histogram"], two["histogram"])
     np.testing.assert_array_equal(one["counts"], two["counts"])
     assert one["quantile_constants"] == two["quantile_constants"]
+    # threads share the reducers (and their per-block cache): the same again
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        threads = _review_all(X, y, n_neighbors=6, top=30, **kw)
+    for a, b in zip(one["neighbors"], threads["neighbors"]):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(one["violations"][0], threads["violations"][0]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(one["histogram"], threads["histogram"])
+    np.testing.assert_array_equal(one["counts"], threads["counts"])
+    assert one["quantile_constants"] == threads["quantile_constants"]
     # the public functions give the same values as the shared pass
     c = sf.essay_consistency(X, y, n_neighbors=6, n_jobs=2, **kw)
     np.testing.assert_array_equal(c.neighbors, one["neighbors"][1])

@@ -51,6 +51,7 @@ Exactness
 from __future__ import annotations
 
 import math
+import threading
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -109,8 +110,9 @@ class _PairStatistics:
 
     The reducers of one pass (:class:`MultiReducer`) all ask for statistics of
     the same block in turn; the last block's arrays are kept so that the
-    normalisation is done once per block. The cache is dropped when the object
-    is pickled for a joblib worker.
+    normalisation is done once per block. The cache is per thread (a threading
+    joblib backend maps blocks in several threads with this one object) and is
+    dropped when the object is pickled for a joblib worker.
     """
 
     def __init__(
@@ -119,17 +121,21 @@ class _PairStatistics:
         self.y = y
         self.d_scaling, self.o_scaling = d_scaling, o_scaling
         self.L = L
-        self._block: PairBlock | None = None
-        self._cached: dict[str, NDArray[Any]] = {}
+        self._local = threading.local()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_block"], state["_cached"] = None, {}
+        del state["_local"]
         return state
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
     def _arrays(self, block: PairBlock) -> dict[str, NDArray[Any]]:
-        if self._block is not block:
-            self._block, self._cached = block, {}
+        local = self._local
+        if getattr(local, "block", None) is not block:
+            local.block, local.cached = block, {}
             d = _normalise(block.checked_distances(), self.d_scaling)
             # The blocked distances can fall below a range found by the float32
             # screen by rounding (1e-16): clip, so that no normalised value is
@@ -138,8 +144,9 @@ class _PairStatistics:
             o = block.outcome_differences(self.y)
             o = _normalise(o, self.o_scaling, out=o)
             np.maximum(o, 0.0, out=o)
-            self._cached.update(d=d, o=o)
-        return self._cached
+            local.cached.update(d=d, o=o)
+        cached: dict[str, NDArray[Any]] = local.cached
+        return cached
 
     def violation(self, block: PairBlock) -> NDArray[np.float64]:
         """``norm(|dy|) - L * norm(d)`` of every pair (> 0: the pair violates)."""
