@@ -96,7 +96,7 @@ def audit(
     progress: bool = False,
     title: str | None = None,
 ) -> AuditResult:
-    """Audit scoring systems for individual fairness: are similar essays scored similarly?
+    """Audit scoring systems for individual fairness (are similar essays scored similarly).
 
     The systems audited are the user's own -- scores given as columns
     (``systems``) or fitted models that score essay texts (``models`` with
