@@ -306,3 +306,29 @@ def test_cli_refuses_a_bad_n_review(tmp_path, capsys):
     )
     assert code != 0
     assert "n_review must be an int >= 1, got 0" in capsys.readouterr().err
+
+
+def test_every_prompt_has_its_own_list_and_neighbours_stay_within_it(demo):
+    frame = demo.iloc[:24].assign(prompt=np.where(np.arange(24) % 2 == 0, "p1", "p2"))
+    result = sf.audit(
+        frame, text_col="essay", score_col="score", systems=["engine"], models=[],
+        prompt_col="prompt", id_col="essay_id", score_range=(0, 12), n_review=4,
+        n_neighbors=3, representations=["bow"], paraphrases="paraphrase",
+    )  # fmt: skip
+    prompt_of = dict(zip(frame["essay_id"].astype(str), frame["prompt"]))
+    neighbors = result.tables["review_neighbors"]
+    assert set(neighbors["prompt"]) == {"p1", "p2"}
+    for p, n in zip(neighbors["prompt"], neighbors["neighbor_id"].astype(str)):
+        assert prompt_of[n] == p
+    review = result.tables["review_list"]
+    sub = frame[frame["prompt"] == "p2"].reset_index(drop=True)
+    X = text.BowVectorizer().fit_transform(sub["essay"].tolist())
+    ec = sf.essay_consistency(X, sub["engine"].to_numpy(float), n_neighbors=3)
+    expected = [i for i in ec.review_order[:4] if abs(ec.gap[i]) > 1e-9]
+    got = review[(review["prompt"] == "p2") & (review["system"] == "engine")]
+    assert got["id"].astype(str).tolist() == sub["essay_id"].astype(str)[expected].tolist()
+    # one part per prompt in the report, each with its own section and figure
+    page = result.to_html()
+    assert page.count("Essays to review</h3>") == 2
+    assert 'id="figure-lipschitz_profile-p1"' in page
+    assert 'id="figure-lipschitz_profile-p2"' in page
