@@ -162,6 +162,22 @@ def test_prompt_similarity_sbert_is_cosine_of_encoder(minilm):
     assert feats.prompt_embedding_.shape == (384,)
 
 
+def test_prompt_similarity_sbert_uses_the_given_cache_folder(minilm, tmp_path):
+    essays = ["I waited for the bus patiently.", "Photosynthesis makes glucose."]
+    folder = tmp_path / "emb"
+    feats = InterpretableFeatures(
+        CAT_PROMPT, features=["prompt_similarity_sbert"], sbert_model=minilm, cache=folder
+    )
+    assert feats.get_params()["cache"] == folder  # stored untouched
+    got = feats.fit_transform(essays)[:, 0]
+    assert feats.sbert_encoder_.cache == folder
+    assert folder.is_dir() and any(folder.rglob("*"))  # the vectors went to disk
+    uncached = InterpretableFeatures(
+        CAT_PROMPT, features=["prompt_similarity_sbert"], sbert_model=minilm, cache=None
+    ).fit_transform(essays)[:, 0]
+    np.testing.assert_allclose(got, uncached, atol=1e-6)
+
+
 def test_good_pos_ngrams_hand_worked():
     # High essays (score 3) all contain tags A B C, low ones (score 1) C D E. The
     # n-grams "A B", "B C", "A B C" are in 5/5 high and 0/5 low essays: one-sided

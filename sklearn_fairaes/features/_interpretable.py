@@ -23,7 +23,7 @@ from ._tokenize import PLACEHOLDER_PATTERN, normalize_text, tokenize_essay
 if TYPE_CHECKING:
     import os
 
-    from ..text import BowVectorizer, SentenceBertEncoder
+    from ..text import BowVectorizer, EmbeddingCache, SentenceBertEncoder
     from ._pos import _PosTagger
 
 __all__ = ["FEATURE_NAMES", "InterpretableFeatures"]
@@ -298,6 +298,11 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     progress : bool or "auto", default="auto"
         Show a tqdm progress bar. ``"auto"`` shows one when at least 500
         essays are processed and standard error is a terminal.
+    cache : bool, str, path or EmbeddingCache, default=True
+        Embedding cache of the ``prompt_similarity_sbert`` encoder, as
+        :class:`~sklearn_fairaes.SentenceBertEncoder`'s ``cache``: True the
+        process-wide in-memory cache, a folder that on-disk cache (shared
+        across runs), None or False none.
 
     Attributes
     ----------
@@ -376,6 +381,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         normalize: str | Sequence[str] | Mapping[str, str] | None = None,
         reference: tuple[ArrayLike, ArrayLike] | None = None,
         progress: bool | str = "auto",
+        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
     ) -> None:
         self.prompt = prompt
         self.features = features
@@ -387,6 +393,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         self.normalize = normalize
         self.reference = reference
         self.progress = progress
+        self.cache = cache
 
     # ------------------------------------------------------------------ params
     def _selected_features(self) -> list[str]:
@@ -612,7 +619,9 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             if "prompt_similarity_sbert" in chosen:
                 from ..text import SentenceBertEncoder
 
-                enc = SentenceBertEncoder(model=self.sbert_model).fit([self.prompt])
+                enc = SentenceBertEncoder(model=self.sbert_model, cache=self.cache).fit(
+                    [self.prompt]
+                )
                 self.sbert_encoder_ = enc
                 self.prompt_embedding_ = self._embed(enc, [self.prompt])[0]
 
