@@ -667,9 +667,17 @@ def _run_audit(
         n_perturbation_essays=args.n_perturbation_essays,
         n_review=args.n_review,
         n_neighbors=args.n_neighbors,
+        cache=_cache_option(args),
         progress=not args.quiet,
         title=f"Individual-fairness audit of {source}",
     )
+
+
+def _cache_option(args: argparse.Namespace) -> bool | str:
+    """audit()'s ``cache``: --no-cache, --cache DIR, else the per-user folder."""
+    if args.no_cache:
+        return False
+    return True if args.cache is None else str(args.cache)
 
 
 def _claim_output(args: argparse.Namespace, inputs: Sequence[str | None]) -> ReportFolder:
@@ -711,6 +719,14 @@ def _finish(args: argparse.Namespace, result: AuditResult) -> int:
             args,
             f"report written to {Path(args.out) / 'report.html'} ({result.meta['seconds']} s)",
         )
+        cache = result.meta.get("embedding_cache")
+        if cache and (cache["encoded"] or cache["served"]):
+            where = cache["folder"] or "memory only"
+            _log(
+                args,
+                f"embedding cache {where}: {cache['encoded']} texts encoded, "
+                f"{cache['served']} served from the cache",
+            )
         if not args.quiet:
             print(result.summary())
     except KeyboardInterrupt:
@@ -841,6 +857,50 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _finish(args, result)
 
 
+def _size(n: int) -> str:
+    """A byte count as people read it: 512 bytes, 1.5 MiB."""
+    if n < 1024:
+        return f"{n} bytes"
+    units = ("KiB", "MiB", "GiB", "TiB")
+    value, i = n / 1024, 0
+    while value >= 1024 and i < len(units) - 1:
+        value, i = value / 1024, i + 1
+    return f"{value:.1f} {units[i]}"
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from .text._cache import EmbeddingCache, default_cache_dir
+
+    folder = Path(args.cache).expanduser() if args.cache else default_cache_dir()
+    if folder.exists() and not folder.is_dir():
+        raise BadInput(f"--cache {folder}: not a folder")
+    cache = EmbeddingCache(folder)
+    if args.action == "info":
+        info = cache.info()
+        print(f"embedding cache: {folder}")
+        if not folder.exists():
+            print("  (empty: the folder does not exist yet)")
+            return EXIT_OK
+        print(f"  {info['entries']} entries, {_size(info['bytes'])}")
+        for enc in info["encoders"]:
+            print(
+                f"  {enc['encoder']} {enc['model']} (backend {enc['backend']}, "
+                f"dim {enc['dim']}): {enc['entries']} entries, {_size(enc['bytes'])} "
+                f"[{enc['key']}]"
+            )
+        return EXIT_OK
+    if not folder.exists():
+        _log(args, f"embedding cache {folder}: nothing to remove (no such folder)")
+        return EXIT_OK
+    removed = cache.purge()
+    _log(
+        args,
+        f"embedding cache {folder}: removed {removed['entries']} entries "
+        f"({_size(removed['bytes'])}); other files were left alone",
+    )
+    return EXIT_OK
+
+
 def _n_jobs(value: str) -> int:
     """argparse type of --n-jobs: a non-zero integer, as joblib reads it."""
     try:
@@ -917,6 +977,19 @@ def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> Non
         help="nearest essays each essay is compared with for the essays to review "
         "(default: %(default)s)",
     )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="folder of the persistent embedding cache (default: $SKLEARN_FAIRAES_CACHE, "
+        "else ~/.cache/sklearn_fairaes/embeddings); a re-run encodes nothing again",
+    )
+    where.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="keep embeddings in memory for this run only",
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -935,7 +1008,8 @@ def build_parser() -> argparse.ArgumentParser:
     Returns
     -------
     parser : argparse.ArgumentParser
-        The parser with the subcommands ``setup``, ``audit`` and ``demo``; each
+        The parser with the subcommands ``setup``, ``audit``, ``demo`` and
+        ``cache``; each
         subcommand stores its handler in ``func``.
 
     Examples
@@ -1113,6 +1187,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_options(p_demo, systems=False)
     p_demo.set_defaults(func=_cmd_demo)
+
+    p_cache = sub.add_parser(
+        "cache",
+        help="show or clear the persistent embedding cache",
+        description=(
+            "The embedding cache fairaes audit reads and fills: 'info' lists its "
+            "folder, entries, size and models; 'clear' removes the entries it wrote "
+            "(only files in its own format, under its CACHEDIR.TAG marker)."
+        ),
+        epilog="Examples:\n  fairaes cache info\n  fairaes cache clear --cache ./emb",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p_cache.add_argument("action", choices=("info", "clear"))
+    p_cache.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="the cache folder (default: $SKLEARN_FAIRAES_CACHE, else "
+        "~/.cache/sklearn_fairaes/embeddings)",
+    )
+    p_cache.add_argument("--quiet", action="store_true", help="print nothing")
+    p_cache.set_defaults(func=_cmd_cache)
     return parser
 
 

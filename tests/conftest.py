@@ -103,6 +103,20 @@ def asap7():
     )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_embedding_cache(tmp_path_factory):
+    """Point the persistent embedding cache at a folder of this session.
+
+    ``audit()`` and ``fairaes audit`` cache embeddings on disk by default; no
+    test may write to (or read old vectors from) the user's real cache. Child
+    processes started by tests inherit the variable.
+    """
+    folder = tmp_path_factory.mktemp("embedding-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SKLEARN_FAIRAES_CACHE", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def minilm():
     """Skip unless the packaged MiniLM model is installed."""

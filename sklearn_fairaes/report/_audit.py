@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     # local ``pd``, so annotations name the classes themselves
     from pandas import DataFrame
 
+    from ..text import EmbeddingCache
     from .analyses import AnalysisOutput
 
 __all__ = ["audit", "AuditResult", "AuditInputError", "MODEL_NAMES", "REPRESENTATION_NAMES"]
@@ -93,6 +94,7 @@ def audit(
     n_perturbation_essays: int = 200,
     n_review: int = 20,
     n_neighbors: int = 5,
+    cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
     progress: bool = False,
     title: str | None = None,
 ) -> AuditResult:
@@ -245,6 +247,20 @@ def audit(
         review (:func:`~sklearn_fairaes.metrics.essay_consistency`); a
         prompt with this many essays or fewer uses all its other essays, with
         a note.
+    cache : bool, str, path or EmbeddingCache, default=True
+        Embedding cache of every encoder the audit makes (the ``"sbert"`` and
+        ``"laser"`` representations, the ``prompt_similarity_sbert`` feature;
+        paraphrases and edited essays go through the same encoders). True: the
+        persistent per-user folder (``$SKLEARN_FAIRAES_CACHE``, else
+        ``~/.cache/sklearn_fairaes/embeddings`` or the platform's cache
+        folder), so that a re-run of the same audit encodes nothing; a folder:
+        that one; False or None: in memory, for this process only. Entries are
+        keyed by the model's weights (SHA-256), the backend, the options and
+        the text. A folder that cannot be written gives a
+        :class:`~sklearn_fairaes.exceptions.CacheWriteWarning` before any work
+        and the vectors are kept in memory. ``meta["embedding_cache"]`` counts
+        the texts encoded and those served from the cache. Transformers you
+        pass in ``representations`` keep their own ``cache``.
     progress : bool, default=False
         Show a tqdm progress bar.
     title : str, default=None
@@ -337,9 +353,11 @@ def audit(
     >>> res.tables["lipschitz"]["system"].tolist()
     ['engine', 'human']
     """
+    from ..text._cache import open_cache
     from .analyses import ORDER
 
     started = time.time()
+    embedding_cache = open_cache(cache)
     settings = Settings(
         cv=cv,
         random_state=random_state,
@@ -352,7 +370,9 @@ def audit(
         n_neighbors=n_neighbors,
         grammar=grammar,
         sbert_model=sbert_model,
+        cache=embedding_cache,
     )
+    hits, misses = embedding_cache.hits, embedding_cache.misses
     plan = plan_audit(
         data,
         text_col=text_col,
@@ -385,6 +405,12 @@ def audit(
     tables.update(_data_tables(studies))
     meta = _meta(plan, studies, runs, started, title)
     meta["empty_vectors"] = empty_vectors
+    # how much encoding this run did: 0 encoded on a re-run with the cache filled
+    meta["embedding_cache"] = {
+        "folder": None if embedding_cache.path is None else str(embedding_cache.path),
+        "encoded": embedding_cache.misses - misses,
+        "served": embedding_cache.hits - hits,
+    }
     return AuditResult(tables, meta)
 
 

@@ -81,18 +81,24 @@ class AuditInputError(ValueError):
 # -- names -> estimators --------------------------------------------------------
 
 
-def make_representation(name: str, *, sbert_model: str) -> Any:
-    """The unfitted transformer of a representation name."""
+def make_representation(name: str, *, sbert_model: str, cache: Any = None) -> Any:
+    """The unfitted transformer of a representation name.
+
+    ``cache`` (an EmbeddingCache, the audit's) goes to the neural encoders, so a
+    re-run of the same audit reads their vectors instead of encoding again;
+    None keeps their default (the process-wide in-memory cache).
+    """
     from .. import text
 
+    neural = {} if cache is None else {"cache": cache}
     if name == "bow":
         return text.BowVectorizer()
     if name == "tfidf":
         return text.TfidfEssayVectorizer()
     if name == "sbert":
-        return text.SentenceBertEncoder(sbert_model)
+        return text.SentenceBertEncoder(sbert_model, **neural)
     if name == "laser":
-        return text.LaserEncoder()
+        return text.LaserEncoder(**neural)
     raise AuditInputError(
         f"unknown representation {name!r}; choose from {sorted(REPRESENTATION_NAMES)} or "
         f"pass a dict name -> transformer"
@@ -544,6 +550,7 @@ def plan_audit(
         make_representation,
         "representations",
         sbert_model=settings.sbert_model,
+        cache=settings.cache,
     )
     given, given_columns = _given(data, systems, len(essays), scales, where)
     trained, fitted = _models(models, refit, bool(given), settings, short_answer)
@@ -1407,6 +1414,9 @@ def _study(
         n_jobs=settings.n_jobs,
         progress=False,
     )
+    if settings.cache is not None and "cache" in feat.get_params():
+        # the prompt-similarity feature's Sentence-BERT encoder: the audit's cache
+        feat.set_params(cache=settings.cache)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
         study.features = np.asarray(feat.fit_transform(essays, human), dtype=float)

@@ -87,6 +87,9 @@ class Settings:
     sbert_model: str = "all-MiniLM-L6-v2"
     n_review: int = 20
     n_neighbors: int = 5
+    # the EmbeddingCache every encoder the audit makes uses (text._cache.open_cache);
+    # None: the encoders' own default, the process-wide in-memory cache
+    cache: Any = None
 
 
 @dataclass

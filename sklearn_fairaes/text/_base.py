@@ -71,8 +71,29 @@ class _BaseEssayEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         if cache is None:
             return np.asarray(self._encode(essays))
         return cache.get_or_compute(
-            self._identity(), essays, self._encode, dim=self.embedding_dim_
+            self._identity(),
+            essays,
+            self._encode,
+            dim=self.embedding_dim_,
+            about=self._about(),
         )
+
+    def _about(self) -> dict[str, Any]:
+        # for people reading a disk cache (`fairaes cache info`), not part of
+        # the key: the class, what was loaded and the parameters as text
+        params = {k: str(v) for k, v in self.get_params().items() if k != "cache"}
+        # an encoder without a model parameter (LASER) is told apart by its options
+        model = (
+            getattr(self, "model_path_", None)
+            or params.get("model")
+            or ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+        )
+        return {
+            "encoder": type(self).__name__,
+            "model": str(model),
+            "dim": self.embedding_dim_,
+            "params": params,
+        }
 
     def _load(self) -> None:
         raise NotImplementedError

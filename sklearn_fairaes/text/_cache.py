@@ -24,7 +24,10 @@ import errno
 import hashlib
 import json
 import os
+import re
+import sys
 import threading
+import time
 import uuid
 import warnings
 import zlib
@@ -42,6 +45,65 @@ __all__ = ["EmbeddingCache", "get_cache"]
 #: Version of the on-disk layout, part of every encoder key: entries written
 #: in another layout live in other folders and are never read as this one.
 _FORMAT = 2
+
+#: Written at the root of every folder the cache stores entries in. Its first
+#: line is the Cache Directory Tagging signature (https://bford.info/cachedir/),
+#: so backup tools skip the folder; ``fairaes cache clear`` removes only what
+#: lies under a folder holding it, in this cache's layout.
+MARKER = "CACHEDIR.TAG"
+_MARKER_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by sklearn-fairaes (embedding cache).\n"
+    "# Remove the entries with `fairaes cache clear --cache <this folder>`.\n"
+)
+_ENCODER_DIR = re.compile(r"^[0-9a-f]{24}$")
+_SHARD_DIR = re.compile(r"^[0-9a-f]{2}$")
+_ENTRY_FILE = re.compile(r"^[0-9a-f]{64}\.npy$")
+_TMP_FILE = re.compile(r"^\.(?:[0-9a-f]{64}|encoder)\.\d+\.[0-9a-f]{32}\.tmp$")
+# a temporary file this old is a leftover of a killed writer, not one in flight
+_STALE_TMP_S = 3600.0
+
+
+def default_cache_dir() -> Path:
+    """The per-user folder of the persistent embedding cache (not created here).
+
+    ``$SKLEARN_FAIRAES_CACHE`` when set; else, on Linux and other Unix systems,
+    ``$XDG_CACHE_HOME/sklearn_fairaes/embeddings`` (default
+    ``~/.cache/sklearn_fairaes/embeddings``, next to the language data of
+    :func:`~sklearn_fairaes.resources.data_home`); on macOS
+    ``~/Library/Caches/sklearn_fairaes/embeddings``; on Windows
+    ``%LOCALAPPDATA%\\sklearn_fairaes\\Cache\\embeddings``. This is the folder
+    :func:`~sklearn_fairaes.audit` and ``fairaes audit`` use by default.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The folder (it may not exist yet).
+
+    Examples
+    --------
+    >>> import os
+    >>> from sklearn_fairaes.text._cache import default_cache_dir
+    >>> os.environ["SKLEARN_FAIRAES_CACHE"] = "/tmp/my-embeddings"
+    >>> str(default_cache_dir())
+    '/tmp/my-embeddings'
+    >>> del os.environ["SKLEARN_FAIRAES_CACHE"]
+    >>> default_cache_dir().name
+    'embeddings'
+    """
+    env = os.environ.get("SKLEARN_FAIRAES_CACHE")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+        return Path(base) / "sklearn_fairaes" / "Cache" / "embeddings"
+    if sys.platform == "darwin":
+        return Path("~/Library/Caches/sklearn_fairaes/embeddings").expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache"
+    )
+    return Path(base) / "sklearn_fairaes" / "embeddings"
+
 
 # (absolute path, size, mtime in ns) -> SHA-256 hex digest of the file
 _DIGESTS: dict[tuple[str, int, int], str] = {}
@@ -135,6 +197,61 @@ def _entry_problem(rec: NDArray[Any], key: str, tkey: str, dim: int | None) -> s
     return None
 
 
+def _atomic_text(file: Path, text: str) -> None:
+    """Write a small text file under its name at once (temporary file + rename)."""
+    tmp = (
+        file.parent
+        / f".{'encoder' if file.name == 'encoder.json' else 'marker'}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    )
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, file)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _entry_header(file: Path) -> int | None:
+    """The vector size of a file in this cache's entry format, else None.
+
+    Reads only the ``.npy`` header (a few hundred bytes), never the data, and
+    never unpickles: a file that is not one of our records is left alone by
+    :meth:`EmbeddingCache.purge` and not counted by :meth:`EmbeddingCache.info`.
+    """
+    try:
+        with open(file, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                return None
+    except Exception:  # unreadable, not .npy, or a header numpy refuses
+        return None
+    if shape != () or dtype.names != ("key", "text_sha256", "crc32", "vector"):
+        return None
+    vshape = dtype["vector"].shape
+    if len(vshape) != 1 or dtype != _record_dtype(vshape[0]):
+        return None
+    return int(vshape[0])
+
+
+def _read_about(folder: Path) -> dict[str, Any]:
+    """What ``encoder.json`` says of an encoder folder ({} when unreadable)."""
+    try:
+        blob = json.loads((folder / "encoder.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(blob, dict):
+        return {}
+    if "identity" not in blob:  # written before "about" existed: the identity itself
+        blob = {"identity": blob, "about": {}}
+    identity = blob.get("identity") if isinstance(blob.get("identity"), dict) else {}
+    about = blob.get("about") if isinstance(blob.get("about"), dict) else {}
+    return {"identity": identity, "about": about}
+
+
 class EmbeddingCache:
     """Content-addressed store of essay embeddings, in memory and optionally on disk.
 
@@ -212,6 +329,9 @@ class EmbeddingCache:
         self._memory: dict[tuple[str, str], NDArray[np.float32]] = {}
         self._lock = threading.Lock()
         self._write_warned = False
+        # set by open_cache for a folder found not writable: entries are read
+        # from it, new ones kept in memory without trying the disk each time
+        self._read_only = False
         self.hits = 0
         self.misses = 0
         self.corrupt = 0
@@ -257,6 +377,196 @@ class EmbeddingCache:
         """Forget the in-memory entries (the disk store is left alone)."""
         with self._lock:
             self._memory.clear()
+
+    # -- the disk store as a whole (``fairaes cache info|clear``) ------------
+    def _encoder_dirs(self) -> list[Path]:
+        # only a folder that holds our marker is read as a store: pointed at
+        # some other folder, info reports nothing and purge removes nothing
+        if self.path is None or not (self.path / MARKER).is_file():
+            return []
+        return sorted(
+            d for d in self.path.iterdir() if d.is_dir() and _ENCODER_DIR.match(d.name)
+        )
+
+    @staticmethod
+    def _entries(folder: Path) -> list[tuple[Path, int]]:
+        """(file, vector size) of each file under ``folder`` in the entry format."""
+        out = []
+        for shard in sorted(folder.iterdir()):
+            if not (shard.is_dir() and _SHARD_DIR.match(shard.name)):
+                continue
+            for file in sorted(shard.iterdir()):
+                if (
+                    _ENTRY_FILE.match(file.name)
+                    and file.name.startswith(shard.name)
+                    and file.is_file()
+                ):
+                    dim = _entry_header(file)
+                    if dim is not None:
+                        out.append((file, dim))
+        return out
+
+    def writable(self) -> str | None:
+        """Check that the disk store can be written; the reason when it cannot.
+
+        Creates the folder and its marker file if needed. An in-memory cache
+        is always writable.
+
+        Returns
+        -------
+        reason : str or None
+            None when entries can be written, else why not (the OS message).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from sklearn_fairaes.text import EmbeddingCache
+        >>> EmbeddingCache(tempfile.mkdtemp()).writable() is None
+        True
+        """
+        if self.path is None:
+            return None
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            _atomic_text(self.path / MARKER, _MARKER_TEXT)
+            probe = self.path / f".probe.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            return exc.strerror or type(exc).__name__
+        return None
+
+    def info(self) -> dict[str, Any]:
+        """Describe the disk store: folder, entries, bytes and one row per encoder.
+
+        Only files in this cache's own layout are counted (under a folder
+        holding its ``CACHEDIR.TAG`` marker, named by their key, with the
+        entry record's ``.npy`` header); anything else in the folder is
+        ignored.
+
+        Returns
+        -------
+        info : dict
+            ``folder`` (str or None), ``entries`` (int), ``bytes`` (int) and
+            ``encoders``: a list of dicts with ``key`` (the encoder folder),
+            ``encoder`` (class), ``model``, ``backend``, ``dim``, ``entries``
+            and ``bytes``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import numpy as np
+        >>> from sklearn_fairaes.text import EmbeddingCache
+        >>> cache = EmbeddingCache(tempfile.mkdtemp())
+        >>> _ = cache.get_or_compute({"encoder": "ones"}, ["a", "b"],
+        ...                          lambda t: np.ones((len(t), 3)),
+        ...                          about={"encoder": "Ones", "model": "none"})
+        >>> info = cache.info()
+        >>> info["entries"], [(e["encoder"], e["model"], e["dim"]) for e in info["encoders"]]
+        (2, [('Ones', 'none', 3)])
+        """
+        encoders = []
+        for folder in self._encoder_dirs():
+            entries = self._entries(folder)
+            meta = _read_about(folder)
+            about, identity = meta.get("about", {}), meta.get("identity", {})
+            size = 0
+            for file, _ in entries:
+                try:
+                    size += file.stat().st_size
+                except OSError:  # removed meanwhile by another process
+                    pass
+            encoders.append(
+                {
+                    "key": folder.name,
+                    "encoder": str(about.get("encoder") or identity.get("encoder") or "?"),
+                    "model": str(about.get("model") or "?"),
+                    "backend": str(identity.get("backend") or "-"),
+                    "dim": entries[0][1] if entries else about.get("dim"),
+                    "entries": len(entries),
+                    "bytes": size,
+                }
+            )
+        return {
+            "folder": None if self.path is None else str(self.path),
+            "entries": sum(e["entries"] for e in encoders),
+            "bytes": sum(e["bytes"] for e in encoders),
+            "encoders": encoders,
+        }
+
+    def purge(self) -> dict[str, int]:
+        """Remove every entry this cache wrote on disk, and its in-memory entries.
+
+        Removes only files in the cache's own layout (see :meth:`info`), the
+        encoders' ``encoder.json``, temporary files left by killed writers
+        (older than an hour) and the folders this leaves empty; the marker
+        goes last, once nothing else is left. Any other file in the folder,
+        and the folders holding one, stay.
+
+        Returns
+        -------
+        removed : dict
+            ``{"entries": int, "bytes": int}``: what was removed.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import numpy as np
+        >>> from sklearn_fairaes.text import EmbeddingCache
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> cache = EmbeddingCache(folder)
+        >>> _ = cache.get_or_compute({"encoder": "ones"}, ["a"], lambda t: np.ones((1, 2)))
+        >>> _ = (folder / "notes.txt").write_text("mine")
+        >>> cache.purge()["entries"]
+        1
+        >>> sorted(p.name for p in folder.iterdir())  # the marker stays beside it
+        ['CACHEDIR.TAG', 'notes.txt']
+        """
+        removed = {"entries": 0, "bytes": 0}
+        now = time.time()
+
+        def rm(file: Path) -> int:
+            try:
+                size = file.stat().st_size
+                file.unlink()
+            except OSError:  # gone already, or not ours to remove (permissions)
+                return -1
+            return size
+
+        for folder in self._encoder_dirs():
+            for file, _ in self._entries(folder):
+                size = rm(file)
+                if size >= 0:
+                    removed["entries"] += 1
+                    removed["bytes"] += size
+            for sub in [folder, *(d for d in folder.iterdir() if d.is_dir())]:
+                if sub is not folder and not _SHARD_DIR.match(sub.name):
+                    continue
+                for file in sub.iterdir():
+                    try:
+                        stale = now - file.stat().st_mtime > _STALE_TMP_S
+                    except OSError:
+                        continue
+                    if _TMP_FILE.match(file.name) and stale:
+                        rm(file)
+                if sub is not folder:
+                    try:
+                        sub.rmdir()  # only when empty: a foreign file keeps it
+                    except OSError:
+                        pass
+            if {p.name for p in folder.iterdir()} <= {"encoder.json"}:
+                rm(folder / "encoder.json")
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
+        if self.path is not None and (self.path / MARKER).is_file():
+            if [p.name for p in self.path.iterdir()] == [MARKER]:
+                rm(self.path / MARKER)
+        self.clear()
+        return removed
 
     # -- disk -------------------------------------------------------------
     def _entry_path(self, ekey: str, tkey: str) -> Path:
@@ -310,20 +620,21 @@ class EmbeddingCache:
             stacklevel=5,
         )
 
-    def _write_meta(self, ekey: str, identity: Mapping[str, Any]) -> None:
-        # encoder.json says, for a person browsing the folder, which encoder
-        # and options the entries belong to; the cache never reads it
-        folder = cast(Path, self.path) / ekey
-        meta = folder / "encoder.json"
+    def _write_meta(
+        self, ekey: str, identity: Mapping[str, Any], about: Mapping[str, Any] | None
+    ) -> None:
+        # encoder.json says which encoder and options the entries belong to, for
+        # a person browsing the folder and for `fairaes cache info`; entries are
+        # never served by it (their keys are checked instead)
+        root = cast(Path, self.path)
+        marker = root / MARKER
+        if not marker.exists():
+            _atomic_text(marker, _MARKER_TEXT)
+        meta = root / ekey / "encoder.json"
         if meta.exists():
             return
-        tmp = folder / f".encoder.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-        try:
-            tmp.write_text(json.dumps(identity, sort_keys=True, default=str, indent=1))
-            os.replace(tmp, meta)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        blob = {"cache_format": _FORMAT, "identity": identity, "about": dict(about or {})}
+        _atomic_text(meta, json.dumps(blob, sort_keys=True, default=str, indent=1))
 
     def _publish(self, file: Path, rec: NDArray[Any]) -> bool:
         """Write one entry under its name unless it exists; True if this one won."""
@@ -360,6 +671,7 @@ class EmbeddingCache:
         tkey: str,
         vec: NDArray[np.float32],
         identity: Mapping[str, Any],
+        about: Mapping[str, Any] | None = None,
     ) -> NDArray[np.float32]:
         """Publish ``vec`` on disk; return the vector the cache now serves for it."""
         file = self._entry_path(ekey, tkey)
@@ -370,7 +682,7 @@ class EmbeddingCache:
         rec["crc32"] = zlib.crc32(rec["vector"].tobytes())
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
-            self._write_meta(ekey, identity)
+            self._write_meta(ekey, identity, about)
             # two tries: a loser whose winner turns out corrupt has it removed
             # by _read_disk and publishes its own vector instead
             for _ in range(2):
@@ -391,6 +703,7 @@ class EmbeddingCache:
         compute: Callable[[list[str]], ArrayLike],
         *,
         dim: int | None = None,
+        about: Mapping[str, Any] | None = None,
     ) -> NDArray[np.float32]:
         """Return the embeddings of ``texts``, computing only those not cached.
 
@@ -406,6 +719,10 @@ class EmbeddingCache:
             most once, with each missing text once.
         dim : int, default=None
             Expected embedding size, when known, to reject mismatched entries.
+        about : dict, default=None
+            A description of the encoder for people (class, model name),
+            written to the disk store's ``encoder.json`` and shown by
+            ``fairaes cache info``; not part of the key.
 
         Returns
         -------
@@ -454,9 +771,9 @@ class EmbeddingCache:
             with self._lock:
                 for tkey, vec in zip(missing, new):
                     vec = np.array(vec, copy=True)
-                    if self.path is not None:
+                    if self.path is not None and not self._read_only:
                         vec = self._store(
-                            ekey, entry_key(ident_hex, tkey), tkey, vec, identity
+                            ekey, entry_key(ident_hex, tkey), tkey, vec, identity, about
                         )
                     self._memory[(ident_hex, tkey)] = vec
                     found[tkey] = vec
@@ -523,3 +840,66 @@ def get_cache(
         if key not in _REGISTRY:
             _REGISTRY[key] = EmbeddingCache(key)
         return _REGISTRY[key]
+
+
+def open_cache(
+    cache: bool | str | os.PathLike[str] | EmbeddingCache | None,
+) -> EmbeddingCache:
+    """The embedding cache of an audit (``audit(cache=)``, ``fairaes audit --cache``).
+
+    Unlike an encoder's ``cache=True`` (the in-memory cache), ``True`` here
+    means the persistent per-user folder, so that re-running an audit encodes
+    nothing. The folder is checked before any work: one that cannot be written
+    gives a :class:`~sklearn_fairaes.exceptions.CacheWriteWarning` now, not a
+    crash after minutes of encoding; its entries are still read, new vectors
+    are kept in memory.
+
+    Parameters
+    ----------
+    cache : bool, str, path-like, EmbeddingCache or None
+        ``True``: :func:`default_cache_dir`; a folder: that one; ``False`` or
+        ``None``: the process-wide in-memory cache only; an
+        :class:`EmbeddingCache`: itself.
+
+    Returns
+    -------
+    cache : EmbeddingCache
+        Shared with every encoder given the same folder in this process.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from sklearn_fairaes.text._cache import open_cache
+    >>> folder = tempfile.mkdtemp()
+    >>> open_cache(folder) is open_cache(folder)
+    True
+    >>> open_cache(False).path is None
+    True
+    """
+    if cache is None or cache is False:
+        return cast(EmbeddingCache, get_cache(True))
+    resolved = cast(
+        EmbeddingCache, get_cache(default_cache_dir() if cache is True else cache)
+    )
+    reason = resolved.writable()
+    if reason is None:
+        return resolved
+    path = cast(Path, resolved.path)
+    readable = path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+    warnings.warn(
+        f"the embedding cache folder {path} cannot be written ({reason}); "
+        + (
+            "its entries are read, new embeddings are kept in memory only"
+            if readable
+            else "embeddings are kept in memory only"
+        )
+        + ". Pass a writable folder (--cache DIR, cache=, or $SKLEARN_FAIRAES_CACHE) "
+        "to keep them, or --no-cache / cache=False to silence this",
+        CacheWriteWarning,
+        stacklevel=2,
+    )
+    if not readable:
+        return cast(EmbeddingCache, get_cache(True))
+    fallback = EmbeddingCache(path)
+    fallback._read_only = True
+    return fallback
