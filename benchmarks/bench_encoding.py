@@ -7,10 +7,17 @@ Measured in one run, on the same ASAP prompt-7 essays:
    adds validation and a tokenizer pass to count long essays).
 2. A 5-fold x 4-candidate ``GridSearchCV`` over ``SentenceBertEncoder + Ridge``
    with the embedding cache and without it: wall-time ratio and encoder calls.
+3. The backends (``--backends``): ``SentenceBertEncoder(backend=...)`` with
+   ``"torch"``, ``"onnx"`` and ``"onnx-int8"`` (cache off, ONNX export made
+   before timing) on the same essays: throughput ratio to torch, the smallest
+   cosine between a backend's vector and torch's for the same essay, and what
+   the backend changes in the paper's numbers on the human scores: the
+   Lipschitz fraction and the five-bin score-distance curve.
 
 Usage::
 
     python benchmarks/bench_encoding.py [--n-essays 500] [--n-search 120]
+    python benchmarks/bench_encoding.py --backends-only --n-essays 400
 """
 
 from __future__ import annotations
@@ -53,7 +60,15 @@ def main(argv=None):
         "--n-search", type=int, default=120, help="essays in the grid-search comparison"
     )
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--backends-only",
+        action="store_true",
+        help="run only part 3, the torch / onnx / onnx-int8 comparison",
+    )
     args = parser.parse_args(argv)
+    if args.backends_only:
+        compare_backends(*load_essays(args.n_essays), repeat=args.repeat)
+        return
 
     import warnings
 
@@ -112,6 +127,51 @@ def main(argv=None):
         f"with cache {tc:.1f} s ({nc} essays encoded), without {tn:.1f} s "
         f"({nn} encoded); speed-up {tn / tc:.1f}x; same best params: {pc == pn}"
     )
+    compare_backends(essays, y, repeat=args.repeat)
+
+
+def compare_backends(essays, y, *, repeat=2):
+    """Part 3: throughput and fidelity of each backend against torch."""
+    import warnings
+
+    from sklearn_fairaes import (
+        SentenceBertEncoder,
+        lipschitz_fraction,
+        score_distance_curve,
+    )
+    from sklearn_fairaes.exceptions import LongTextWarning
+
+    warnings.simplefilter("ignore", LongTextWarning)
+    results = {}
+    for backend in ("torch", "onnx", "onnx-int8"):
+        t = time.perf_counter()
+        # fit loads the model and, for ONNX, exports it (once per machine)
+        enc = SentenceBertEncoder(backend=backend, cache=None).fit(essays)
+        t_fit = time.perf_counter() - t
+        enc.transform(essays[:16])  # warm up threads and allocator
+        elapsed, vectors = best_of(lambda enc=enc: enc.transform(essays), repeat)
+        results[backend] = (elapsed, t_fit, vectors.astype(np.float64))
+    t_torch, _, ref = results["torch"]
+    ref_unit = ref / np.linalg.norm(ref, axis=1, keepdims=True)
+    lip_ref = lipschitz_fraction(ref, y)
+    curve_ref = score_distance_curve(ref, y, n_bins=5)["mean_abs_diff"]
+    print(f"[3] backends on {len(essays)} essays (best of {repeat}, cache off):")
+    for backend, (elapsed, t_fit, vec) in results.items():
+        unit = vec / np.linalg.norm(vec, axis=1, keepdims=True)
+        cos = float(np.min(np.sum(unit * ref_unit, axis=1)))
+        lip = lipschitz_fraction(vec, y)
+        curve = score_distance_curve(vec, y, n_bins=5)["mean_abs_diff"]
+        print(
+            f"    {backend:9s} {elapsed:6.2f} s ({len(essays) / elapsed:5.1f} essays/s, "
+            f"x{t_torch / elapsed:.2f} torch; fit/export {t_fit:.1f} s); "
+            f"min cosine to torch {cos:.6f}"
+        )
+        print(
+            f"              human-score Lipschitz fraction {lip:.6f} "
+            f"(change {lip - lip_ref:+.2e}); five-bin curve "
+            f"[{', '.join(f'{v:.4f}' for v in curve)}] "
+            f"(max change {np.max(np.abs(curve - curve_ref)):.2e})"
+        )
 
 
 if __name__ == "__main__":

@@ -72,6 +72,9 @@ _EXTRA_OF_MODULE = {
     "dask": "dask",
     "distributed": "dask",
     "pandas": "report",
+    # the ONNX Runtime backend of SentenceBertEncoder (backend="onnx"/"onnx-int8")
+    "onnxruntime": "onnx",
+    "onnx": "onnx",
 }
 
 SYSTEM_WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet")
