@@ -877,7 +877,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     cache = EmbeddingCache(folder)
     if args.action == "info":
         info = cache.info()
-        print(f"embedding cache: {folder}")
+        print(f"embedding cache: {folder.absolute()}")
         if not folder.exists():
             print("  (empty: the folder does not exist yet)")
             return EXIT_OK

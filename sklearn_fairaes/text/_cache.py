@@ -499,7 +499,7 @@ class EmbeddingCache:
         """Remove every entry this cache wrote on disk, and its in-memory entries.
 
         Removes only files in the cache's own layout (see :meth:`info`), the
-        encoders' ``encoder.json``, temporary files left by killed writers
+        ``encoder.json`` of an encoder folder left without entries, temporary files left by killed writers
         (older than an hour) and the folders this leaves empty; the marker
         goes last, once nothing else is left. Any other file in the folder,
         and the folders holding one, stay.
@@ -556,10 +556,10 @@ class EmbeddingCache:
                         sub.rmdir()  # only when empty: a foreign file keeps it
                     except OSError:
                         pass
-            if {p.name for p in folder.iterdir()} <= {"encoder.json"}:
+            if not self._entries(folder):  # none left (one may be written meanwhile)
                 rm(folder / "encoder.json")
                 try:
-                    folder.rmdir()
+                    folder.rmdir()  # only when empty: a foreign file keeps it
                 except OSError:
                     pass
         if self.path is not None and (self.path / MARKER).is_file():
