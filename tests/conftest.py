@@ -130,19 +130,21 @@ def asap7_minilm_cache(asap7, minilm, tmp_path_factory):
     """A folder cache (``cache=`` of the encoders) holding MiniLM vectors of all of prompt 7.
 
     Encoding the 1,569 essays is a minute or two of CPU; with this fixture a test
-    session does it at most once. The vectors come through the process-wide
-    in-memory cache (``cache=True``, which the whole-prompt audit in
-    ``test_audit.py`` fills too), then go into a folder created for this session,
-    so that tests which need a folder (worker processes, a ``cache=`` argument)
-    find every essay there. The folder is new each session: every vector was
+    session does it at most once. The vectors come through the audit's default
+    cache (the session folder of ``_session_embedding_cache``, which the
+    whole-prompt ``fairaes audit`` in ``test_audit.py`` fills too), then go into
+    a folder created for this session, so that tests which need a folder
+    (worker processes, a ``cache=`` argument) find every essay there. The folder is new each session: every vector was
     computed by the model in this session, never read from an earlier run.
     """
     from sklearn_fairaes import SentenceBertEncoder
     from sklearn_fairaes.exceptions import LongTextWarning
     from sklearn_fairaes.text import get_cache
+    from sklearn_fairaes.text._cache import open_cache
 
     essays = list(asap7["essay"])
-    encoder = SentenceBertEncoder(minilm)  # the process-wide in-memory cache
+    # the cache audit() and fairaes audit use by default in this session
+    encoder = SentenceBertEncoder(minilm, cache=open_cache(True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LongTextWarning)
         vectors = encoder.fit(essays).transform(essays)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pickle
 import subprocess
 import sys
 import warnings
@@ -130,6 +131,8 @@ def test_unwritable_folder_warns_once_and_serves_from_memory(monkeypatch, tmp_pa
         assert (cache.hits, cache.misses) == (4, 2)
         entries = list(folder.glob("*/*/*.npy"))
         assert len(entries) == 1  # nothing new was written
+        # a joblib worker gets the same read-only cache, not one retrying writes
+        assert pickle.loads(pickle.dumps(cache))._read_only
     finally:
         folder.chmod(0o755)
 

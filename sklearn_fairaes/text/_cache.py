@@ -350,10 +350,11 @@ class EmbeddingCache:
 
     # pickling (joblib workers): ship the location, not the in-memory entries
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
+        return {"path": self.path, "read_only": self._read_only}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         type(self).__init__(self, state["path"])
+        self._read_only = bool(state.get("read_only", False))
 
     def stats(self) -> dict[str, int]:
         """Return the hit and miss counts and the number of in-memory entries.
