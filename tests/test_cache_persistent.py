@@ -382,3 +382,28 @@ def test_rerun_of_an_audit_encodes_nothing_and_gives_the_same_tables(minilm, tmp
     assert c2.misses == 0
     for name in ("lipschitz", "agreement", "paraphrase"):
         assert_frame_equal(first.tables[name], second.tables[name])
+
+
+def test_fairaes_audit_cache_options_reach_the_audit(tmp_path, capsys):
+    from sklearn_fairaes.datasets import load_demo_essays
+
+    data = tmp_path / "essays.tsv"
+    load_demo_essays().iloc[:30].to_csv(data, sep="\t", index=False)
+    base = [
+        "audit", str(data), "--text-col", "essay", "--score-col", "score",
+        "--representations", "tfidf", "--models", "ridge", "--cv", "2",
+        "--paraphrase-col", "paraphrase", "--quiet",
+    ]  # fmt: skip
+    folder = tmp_path / "emb"
+    assert main([*base, "--cache", str(folder), "--out", str(tmp_path / "a")]) == 0
+    meta = json.loads((tmp_path / "a" / "results.json").read_text())["meta"]
+    assert meta["embedding_cache"]["folder"] == str(folder.resolve())
+    assert (folder / MARKER).is_file()
+    assert main([*base, "--no-cache", "--out", str(tmp_path / "b")]) == 0
+    meta = json.loads((tmp_path / "b" / "results.json").read_text())["meta"]
+    assert meta["embedding_cache"]["folder"] is None
+    # neither option: the default folder ($SKLEARN_FAIRAES_CACHE, the session's)
+    assert main([*base, "--out", str(tmp_path / "c")]) == 0
+    meta = json.loads((tmp_path / "c" / "results.json").read_text())["meta"]
+    assert meta["embedding_cache"]["folder"] == str(default_cache_dir().resolve())
+    assert capsys.readouterr().err == ""
