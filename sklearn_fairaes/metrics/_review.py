@@ -46,6 +46,17 @@ Exactness
     the undecided ones with distances computed pair by pair, which agree with
     the blocked distances used here to about ``1e-16``: the two counts can then
     differ only for a pair whose two sides are equal to the last bit.
+Cost
+    :func:`lipschitz_violations` and :func:`lipschitz_profile` take the
+    distance-range pass of :func:`lipschitz_fraction` (float32-screened on large
+    dense inputs) and one pass over float64 blocks; :func:`essay_consistency`
+    one float64 pass. Their quantities are exact per pair (neighbour ranks,
+    violations, critical constants), which a float32 screen cannot decide for
+    most pairs as it does for the Lipschitz count, so the float64 product and
+    the per-pair work make them slower than :func:`lipschitz_fraction`: the
+    three together from one shared pass took 3.3 times as long for 4,000
+    essays and 8.6 times (114 s against 13 s, 2 cores) for 50,000 essays of
+    384 dimensions (``benchmarks/bench_pairs.py``, section 4).
 """
 
 from __future__ import annotations
