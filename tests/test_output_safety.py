@@ -574,7 +574,8 @@ def test_real_runs_interrupted_and_concurrent_lose_nothing(tmp_path, formula_res
         assert _tree_hash(out) == report
 
     # 1. Ctrl-C during the computation: exit 130, one line, nothing changed
-    proc = _start(args, pause="claimed=0.5")
+    # (held mid-audit for up to 60 s: a fast audit must not end before the signal)
+    proc = _start(args, pause="computing=60")
     _wait_for(lock.exists, proc)
     time.sleep(0.6)  # past the claim, into reading and computing
     proc.send_signal(signal.SIGINT)

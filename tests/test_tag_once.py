@@ -260,7 +260,10 @@ def test_sense_counts_equal_nltk_lemma_count(wordnet):
     from sklearn_fairaes.paraphrase import _wordnet
 
     if _wordnet._sense_counts() is None:
-        pytest.skip("this WordNet has no usable cntlist.rev; Lemma.count() is used")
+        missing_resource(
+            "WordNet's sense counts (cntlist.rev, Debian's wordnet-sense-index): "
+            "without them Lemma.count() is used"
+        )
     # lemmas of common words (counts > 0) and of rare senses (count 0)
     lemmas = [
         lem

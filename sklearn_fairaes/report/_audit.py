@@ -46,6 +46,7 @@ from ._build import (
     plan_audit,
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
+from ._output import pause
 from ._study import Settings, Study
 
 if TYPE_CHECKING:
@@ -398,6 +399,7 @@ def audit(
     bar = Progress(progress, Progress.steps(plan, len(ORDER)))
     try:
         studies, empty_vectors = build_studies(plan, bar)
+        pause("computing")  # test-only hook: an interrupt test's instant mid-audit
         runs = {a.name: _run(a, studies, bar) for a in ORDER}
     finally:
         bar.close()

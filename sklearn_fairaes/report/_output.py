@@ -62,7 +62,8 @@ class OutputError(ValueError):
 def pause(point: str) -> None:
     """Test-only hook: sleep at ``point`` when ``SKLEARN_FAIRAES_TEST_PAUSE`` asks.
 
-    The variable holds ``POINT=SECONDS`` (points: ``claimed``,
+    The variable holds ``POINT=SECONDS`` (points: ``claimed``, ``computing``
+    (in :func:`audit`, between building the studies and the analyses),
     ``between-files``, ``between-renames``). The interrupt tests use it to kill a
     real ``fairaes audit`` at a known instant; it is not a user option.
     """
