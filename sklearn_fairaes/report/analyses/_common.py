@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from .._study import Study
 
 _Result = TypeVar("_Result")
 
@@ -220,3 +223,26 @@ def no_spaces_reason() -> str:
         "no text representation was fitted for these essays, so there are no essay "
         "pairs to compare (give at least one representation, e.g. tfidf)"
     )
+
+
+class PairAnalysis:
+    """Base of the analyses that need only the study's pair spaces to run.
+
+    Their ``absent`` is the same: they run whenever a representation was
+    fitted, and say :func:`no_spaces_reason` otherwise.
+    """
+
+    def absent(self, study: Study) -> str | None:
+        """Say why the analysis cannot run on ``study`` (no representation), else None.
+
+        Parameters
+        ----------
+        study : Study
+            One prompt's essays, systems and pair spaces.
+
+        Returns
+        -------
+        reason : str or None
+            A sentence for the report, or None when the analysis can run.
+        """
+        return None if study.spaces else no_spaces_reason()

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from ...resources import require
 from ._base import AnalysisOutput
-from ._common import no_spaces_reason
+from ._common import PairAnalysis
 
 if TYPE_CHECKING:
     from .._study import Study
@@ -89,7 +89,7 @@ def profile_pairs(n: int, n_profile_pairs: int) -> int:
     return int(max(1, min(n_profile_pairs, n * (n - 1) // 2 // 10)))
 
 
-class ExtremesAnalysis:
+class ExtremesAnalysis(PairAnalysis):
     """Extreme pairs per representation, their features and the feature profile.
 
     See the module docstring for the tables. Without interpretable features
@@ -118,21 +118,6 @@ class ExtremesAnalysis:
 
     name = "extremes"
     title = "Essay similarity: extreme pairs and aggregate feature differences"
-
-    def absent(self, study: Study) -> str | None:
-        """Say why the analysis cannot run on ``study`` (no representation), else None.
-
-        Parameters
-        ----------
-        study : Study
-            One prompt's essays, systems and pair spaces.
-
-        Returns
-        -------
-        reason : str or None
-            A sentence for the report, or None when the analysis can run.
-        """
-        return None if study.spaces else no_spaces_reason()
 
     def run(self, study: Study) -> AnalysisOutput:
         """Compute the three tables of the module docstring on one study.

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from ...resources import require
 from ._base import AnalysisOutput
-from ._common import degenerate_distances, no_spaces_reason, noting, pair_notes, where
+from ._common import PairAnalysis, degenerate_distances, noting, pair_notes, where
 
 if TYPE_CHECKING:
     from .._study import PairSpace, Study
@@ -120,7 +120,7 @@ def _score_differences(space: PairSpace, s: NDArray[np.float64]) -> NDArray[np.f
     return np.abs(s[i] - s[j])
 
 
-class LipschitzAnalysis:
+class LipschitzAnalysis(PairAnalysis):
     """Lipschitz fractions, score-distance curves, their trend and the distributions.
 
     See the module docstring for the tables. Notes: the pair metrics'
@@ -153,21 +153,6 @@ class LipschitzAnalysis:
 
     name = "lipschitz"
     title = "Individual fairness: Lipschitz fraction and score difference vs. distance"
-
-    def absent(self, study: Study) -> str | None:
-        """Say why the analysis cannot run on ``study`` (no representation), else None.
-
-        Parameters
-        ----------
-        study : Study
-            One prompt's essays, systems and pair spaces.
-
-        Returns
-        -------
-        reason : str or None
-            A sentence for the report, or None when the analysis can run.
-        """
-        return None if study.spaces else no_spaces_reason()
 
     def run(self, study: Study) -> AnalysisOutput:
         """Compute the four tables of the module docstring on one study.

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from ...resources import require
 from ._base import AnalysisOutput
-from ._common import no_spaces_reason, noting, pair_notes, where
+from ._common import PairAnalysis, noting, pair_notes, where
 
 if TYPE_CHECKING:
     from .._study import Study
@@ -114,7 +114,7 @@ def review_reason(gap: float, n_neighbors: int, farthest: float) -> str:
     )
 
 
-class ReviewAnalysis:
+class ReviewAnalysis(PairAnalysis):
     """Essays to review, worst pairs and empirical Lipschitz constants.
 
     See the module docstring for the tables. ``n_neighbors`` and ``n_review``
@@ -148,21 +148,6 @@ class ReviewAnalysis:
 
     name = "review"
     title = "Essays to review"
-
-    def absent(self, study: Study) -> str | None:
-        """Say why the analysis cannot run on ``study`` (no representation), else None.
-
-        Parameters
-        ----------
-        study : Study
-            One prompt's essays, systems and pair spaces.
-
-        Returns
-        -------
-        reason : str or None
-            A sentence for the report, or None when the analysis can run.
-        """
-        return None if study.spaces else no_spaces_reason()
 
     def run(self, study: Study) -> AnalysisOutput:
         """Compute the tables of the module docstring on one study.
