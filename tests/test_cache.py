@@ -70,13 +70,19 @@ def test_disk_cache_survives_new_process_object(tmp_path):
         np.testing.assert_array_equal(rec["vector"], toy_encode([text])[0])
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip"])
+# "empty" and "zeros": what a power cut can leave of an entry the kernel had
+# not written back yet (entries are published without fsync)
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty", "zeros"])
 def test_corrupt_entry_is_warned_and_recomputed(tmp_path, damage):
     EmbeddingCache(tmp_path).get_or_compute(IDENT, ["hello"], toy_encode)
     (file,) = list(tmp_path.rglob("*.npy"))
     raw = file.read_bytes()
     if damage == "truncate":
         file.write_bytes(raw[: len(raw) - 5])
+    elif damage == "empty":
+        file.write_bytes(b"")
+    elif damage == "zeros":
+        file.write_bytes(bytes(len(raw)))
     elif damage == "garbage":
         file.write_bytes(b"not a numpy file")
     else:  # same size, one data byte changed: only the checksum notices
