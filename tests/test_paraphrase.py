@@ -386,16 +386,26 @@ def test_clone_and_pickle(para):
     assert est.__sklearn_tags__().input_tags.string
 
 
-def test_missing_sense_counts_say_what_to_do(wn, monkeypatch):
+def test_missing_sense_counts_say_what_to_do(wn, monkeypatch, tmp_path):
     from sklearn_fairaes.paraphrase import _wordnet as module
 
+    nouns = lambda toks: ["NN"] * len(toks)  # noqa: E731
+    # fit looks for the counts file without loading WordNet ...
+    folder = module._wordnet_folder()
+    assert folder is not None and module._has_sense_counts()
+    monkeypatch.setattr(module, "_wordnet_folder", lambda: str(tmp_path))
+    assert not module._has_sense_counts()  # no cntlist.rev in an empty folder
+    with pytest.raises(ResourceNotFoundError, match=r"cntlist\.rev.*min_count=0"):
+        WordNetParaphraser(min_count=2, pos_tagger=nouns).fit([""])
+    WordNetParaphraser(min_count=0, pos_tagger=nouns).fit([""])
+    # ... and the work checks the loaded WordNet itself (a counts file it cannot use)
+    monkeypatch.setattr(module, "_wordnet_folder", lambda: folder)
     real = module._wordnet()
     monkeypatch.setattr(module, "_wordnet", lambda: (real[0], real[1], False))
+    para = WordNetParaphraser(min_count=2, pos_tagger=nouns).fit([""])
     with pytest.raises(ResourceNotFoundError, match=r"cntlist\.rev.*min_count=0"):
-        WordNetParaphraser(min_count=2, pos_tagger=lambda toks: ["NN"] * len(toks)).fit(
-            [""]
-        )
-    WordNetParaphraser(min_count=0, pos_tagger=lambda toks: ["NN"] * len(toks)).fit([""])
+        para.transform(["The old car was repaired."])
+    assert para.transform([""]) == [""]  # nothing to compute: nothing to refuse
 
 
 def test_import_stays_light():

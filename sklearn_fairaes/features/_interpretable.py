@@ -113,10 +113,14 @@ class _Plan:
     # In a worker process: also return the tags and their memo keys, for the
     # parent to file in its own tag memo (tag once across processes).
     share_tags: bool
+    # The on-disk cache whose folder keeps the tags across runs (None: none);
+    # it pickles as its folder, so workers read and fill the same one.
+    tag_store: EmbeddingCache | None
 
     def __init__(self, **kw: Any) -> None:
         self.share_tags = False
         self.memo = True
+        self.tag_store = None
         self.__dict__.update(kw)
 
 
@@ -177,7 +181,7 @@ def _analyse_chunk(texts: Sequence[str], plan: _Plan) -> dict[str, list[Any]]:
         # resolved in fit whenever good_pos_ngrams is needed
         tagger = cast("str | _PosTagger", plan.pos_tagger)
         with contextlib.nullcontext() if plan.memo else tag_memo_disabled():
-            tags = tag_essays(toks, tagger)
+            tags = tag_essays(toks, tagger, store=plan.tag_store)
             keys = memo_keys(toks, tagger) if plan.share_tags else None
         if plan.good is None or keys is not None:
             out["tags"] = tags
@@ -302,7 +306,11 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         Embedding cache of the ``prompt_similarity_sbert`` encoder, as
         :class:`~sklearn_fairaes.SentenceBertEncoder`'s ``cache``: True the
         process-wide in-memory cache, a folder that on-disk cache (shared
-        across runs), None or False none.
+        across runs), None or False none. An on-disk cache (a folder, or an
+        :class:`~sklearn_fairaes.text.EmbeddingCache` with one) also keeps
+        the POS tags of ``good_pos_ngrams`` across runs, keyed by the tagger's
+        weights and the essay's tokens, so that a second run tags nothing
+        (the tags, and so the features, are the same).
 
     Attributes
     ----------
@@ -348,7 +356,8 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     :class:`~sklearn_fairaes.WordNetParaphraser` and
     :class:`~sklearn_fairaes.perturb.SynonymParaphrase` (tags made in
     ``n_jobs`` worker processes are handed back to it). The tags are the same with or without it; see
-    ``sklearn_fairaes.features._pos``.
+    ``sklearn_fairaes.features._pos``. With an on-disk ``cache`` they are also
+    kept across runs.
 
     Examples
     --------
@@ -701,6 +710,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         self, *, good: frozenset[str] | None, only: Iterable[str] | None = None
     ) -> _Plan:
         from . import _pos
+        from ._persist import persistent_cache
 
         chosen = self._chosen if only is None else list(only)
         return _Plan(
@@ -713,6 +723,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             pos_tagger=self._tagger,
             good=good,
             memo=_pos._MEMO_ENABLED,
+            tag_store=persistent_cache(self.cache) if "good_pos_ngrams" in chosen else None,
         )
 
     def _analyse(self, essays: list[str], plan: _Plan) -> dict[str, list[Any]]:

@@ -34,6 +34,17 @@ saves the work. A callable backend is always called (it may not be a pure
 function of the tokens). The memo holds at most ``_TAG_MEMO_MAX_TOKENS`` tags
 (about 8 bytes each), oldest essays dropped first.
 
+**Tag once across runs.** Given an on-disk embedding cache
+(``tag_essays(..., store=)``; :class:`~sklearn_fairaes.InterpretableFeatures`
+and :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser` pass their
+``cache``, and the audit its own), the tags are also kept in that folder (see
+``sklearn_fairaes.features._persist``), keyed by the memo's digest and by
+what the tags depend on (:func:`tagger_identity`: the backend's weights by
+SHA-256, the spaCy/thinc or NLTK version, the source of this module and of
+the tokenizer), so a re-run of an audit tags nothing. A backend whose files
+cannot be identified (a callable, a pipeline without its ``meta.json``) is
+never stored.
+
 The good n-grams follow the paper (its §5.1.1, after EASE): all POS 2- to
 4-grams of the training essays are tested, each with a one-sided Fisher exact
 test of whether essays scored at or above the median contain it more often
@@ -46,19 +57,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..resources import ResourceNotFoundError, require
 from ._tokenize import TokenizedEssay, is_placeholder, placeholder_stand_in
+
+if TYPE_CHECKING:
+    from ..text import EmbeddingCache
+    from ._persist import ResultStore
 
 __all__ = [
     "GOOD_NGRAM_ALPHA",
@@ -72,6 +90,7 @@ __all__ = [
     "resolve_pos_tagger",
     "tag_essays",
     "tag_memo_disabled",
+    "tagger_identity",
 ]
 
 #: Significance level of the one-sided Fisher test that makes an n-gram "good".
@@ -341,6 +360,158 @@ def _essay_digest(essay: TokenizedEssay) -> bytes:
     return h.digest()
 
 
+def _spacy_data_dir(model: str) -> Path | None:
+    """The folder a spaCy pipeline loads its weights from, found without importing it.
+
+    A folder name is that folder; an installed package keeps them in
+    ``<package>/<lang>_<name>-<version>/``, named by the package's
+    ``meta.json`` (as spaCy's ``load_model_from_init_py`` reads it).
+    """
+    if os.path.isdir(model):
+        return Path(model)
+    spec = importlib.util.find_spec(model)
+    if spec is None or spec.origin is None:
+        return None
+    package = Path(spec.origin).parent
+    meta = json.loads((package / "meta.json").read_text(encoding="utf-8"))
+    data = package / f"{meta['lang']}_{meta['name']}-{meta['version']}"
+    return data if data.is_dir() else None
+
+
+# backend label -> its identity (None: not identifiable, never stored)
+_IDENTITIES: dict[Any, dict[str, Any] | None] = {}
+_IDENTITIES_LOCK = threading.Lock()
+
+
+def tagger_identity(label: str | _PosTagger) -> dict[str, Any] | None:
+    """What a built-in backend's tags depend on, for keys that hold across processes.
+
+    For spaCy: the pipeline's name and version (its ``meta.json``), the
+    SHA-256 of the files the tags come from (``config.cfg``, ``meta.json``,
+    ``tok2vec/``, ``tagger/``, ``vocab/``), the spaCy and thinc versions; for
+    NLTK: the SHA-256 of every file of the tagger's data folder and NLTK's
+    version; for both, the SHA-256 of the source of this module and of the
+    tokenizer (the placeholder stand-ins and fixed tags). Computed once per
+    process and backend.
+
+    Parameters
+    ----------
+    label : str or callable
+        From :func:`resolve_pos_tagger`.
+
+    Returns
+    -------
+    identity : dict or None
+        None for a callable, or when the backend's files cannot be read; such
+        tags are never stored on disk.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._pos import tagger_identity
+    >>> tagger_identity(lambda tokens: ["NN"] * len(tokens)) is None
+    True
+    """
+    if callable(label):
+        return None
+    with _IDENTITIES_LOCK:
+        if label in _IDENTITIES:
+            return _IDENTITIES[label]
+    from ._persist import file_digests, source_digest
+
+    identity: dict[str, Any] | None
+    try:
+        code = source_digest("features._pos", "features._tokenize")
+        if label == "nltk":
+            folder = _nltk_tagger_path()
+            if folder is None:
+                return None
+            identity = {
+                "tagger": "nltk",
+                "nltk": importlib.metadata.version("nltk"),
+                "files": file_digests(folder, sorted(os.listdir(folder))),
+                "code": code,
+            }
+        else:
+            model = label[len("spacy:") :]
+            data = _spacy_data_dir(model)
+            if data is None:
+                identity = None
+            else:
+                meta = json.loads((data / "meta.json").read_text(encoding="utf-8"))
+                identity = {
+                    "tagger": "spacy",
+                    "pipeline": f"{meta['lang']}_{meta['name']}",
+                    "version": str(meta["version"]),
+                    "spacy": importlib.metadata.version("spacy"),
+                    "thinc": importlib.metadata.version("thinc"),
+                    "files": file_digests(
+                        data, ["config.cfg", "meta.json", "tok2vec", "tagger", "vocab"]
+                    ),
+                    "code": code,
+                }
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        importlib.metadata.PackageNotFoundError,
+    ):
+        identity = None  # unidentifiable: tagged in every run, as before
+    with _IDENTITIES_LOCK:
+        _IDENTITIES[label] = identity
+    return identity
+
+
+def _tags_check(n_tokens: int) -> Callable[[str, Any], bool]:
+    """Whether stored tags can be an essay's: one str per token."""
+
+    def check(key: str, value: Any) -> bool:
+        return (
+            isinstance(value, list)
+            and len(value) == n_tokens
+            and all(isinstance(t, str) for t in value)
+        )
+
+    return check
+
+
+# (folder, backend label) -> the tag store of that folder and backend
+_STORES: dict[tuple[str, Any], ResultStore | None] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _tag_store(cache: EmbeddingCache | None, label: str | _PosTagger) -> ResultStore | None:
+    """The on-disk store of ``label``'s tags in ``cache``'s folder, or None."""
+    if cache is None or cache.path is None or callable(label) or not _MEMO_ENABLED:
+        return None
+    key = (str(cache.path), label)
+    with _STORES_LOCK:
+        if key in _STORES:
+            return _STORES[key]
+    from ._persist import ResultStore
+
+    identity = tagger_identity(label)
+    store = (
+        None
+        if identity is None
+        else ResultStore(
+            cache,
+            "pos_tags",
+            identity,
+            {
+                "encoder": "POS tags",
+                "model": f"{label} {identity.get('version', '')}".strip(),
+            },
+            lambda key, tags: (
+                isinstance(tags, list) and all(isinstance(t, str) for t in tags)
+            ),
+        )
+    )
+    with _STORES_LOCK:
+        _STORES[key] = store
+    return store
+
+
 def memo_keys(
     essays: Sequence[TokenizedEssay], label: str | _PosTagger
 ) -> list[_MemoKey] | None:
@@ -365,13 +536,18 @@ def remember_tags(keys: Sequence[_MemoKey], tags: Sequence[Sequence[str]]) -> No
 
 
 def tag_essays(
-    essays: Sequence[TokenizedEssay], label: str | _PosTagger
+    essays: Sequence[TokenizedEssay],
+    label: str | _PosTagger,
+    *,
+    store: EmbeddingCache | None = None,
 ) -> list[list[str]]:
     """Penn Treebank tags of each tokenized essay.
 
     With the NLTK and spaCy backends each distinct essay is tagged once per
     process: tags already made (by any caller) come from the tag memo (see the
     module docstring), and an essay repeated in ``essays`` is tagged once.
+    With ``store``, tags made in earlier runs are read from its folder and new
+    ones are added to it.
 
     Parameters
     ----------
@@ -379,6 +555,9 @@ def tag_essays(
         The tokenized essays.
     label : str or callable
         From :func:`resolve_pos_tagger`.
+    store : EmbeddingCache, default=None
+        An on-disk embedding cache whose folder keeps the tags across runs
+        (an in-memory one is ignored: the memo does its job).
 
     Returns
     -------
@@ -395,12 +574,17 @@ def tag_essays(
     keys = memo_keys(essays, label)
     if keys is None:
         return _run_tagger(essays, label)
-    found: dict[_MemoKey, tuple[str, ...] | list[str]] = {}
+    disk = _tag_store(store, label)
+    found: dict[_MemoKey, Sequence[str]] = {}
     todo: list[int] = []
     for i, key in enumerate(keys):
         if key in found:
             continue
-        tags = _TAG_MEMO.get(key)
+        tags: Sequence[str] | None = _TAG_MEMO.get(key)
+        if tags is None and disk is not None:
+            tags = disk.get(key[1].hex(), check=_tags_check(len(essays[i].tokens)))
+            if tags is not None:
+                _TAG_MEMO.put(key, tags)
         if tags is None:
             found[key] = []  # claimed by position i
             todo.append(i)
@@ -410,6 +594,8 @@ def tag_essays(
         for i, made in zip(todo, _run_tagger([essays[i] for i in todo], label)):
             found[keys[i]] = made
             _TAG_MEMO.put(keys[i], made)
+            if disk is not None:
+                disk.put(keys[i][1].hex(), made)
     return [list(found[key]) for key in keys]
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import numbers
+import os
 import re
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -37,7 +38,9 @@ from .._validation import check_essays
 from ..resources import ResourceNotFoundError
 
 if TYPE_CHECKING:
+    from ..features._persist import ResultStore
     from ..features._tokenize import TokenizedEssay
+    from ..text import EmbeddingCache
 
 __all__ = ["EXTRA_STOP_WORDS", "WordEdit", "WordNetParaphraser"]
 
@@ -175,6 +178,92 @@ def _sense_counts() -> dict[str, int] | None:
         previous = key
         counts[parts[0]] = int(parts[2])
     return counts
+
+
+def _no_sense_counts(min_count: int) -> ResourceNotFoundError:
+    return ResourceNotFoundError(
+        f"min_count={min_count} needs WordNet's sense counts (the file "
+        f"cntlist.rev), which the WordNet in use lacks; install them (Debian: "
+        f"apt-get install wordnet-sense-index, then rerun; NLTK's own "
+        f"download includes them) or pass min_count=0 to use every sense"
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _wordnet_folder() -> str | None:
+    """The WordNet folder NLTK would read, found without loading WordNet; None if unsure.
+
+    Loading WordNet takes seconds; a paraphraser whose edits are all cached
+    needs only to know which WordNet it would use (its identity) and whether
+    it has the sense counts. A WordNet that is not a plain folder (a zip), or
+    that is not found, gives None: then WordNet is loaded as before.
+    """
+    import nltk
+
+    from ..resources import data_home
+
+    own = str(data_home() / "nltk_data")
+    if own not in nltk.data.path:  # where ensure_wordnet() puts a prepared copy
+        nltk.data.path.insert(0, own)
+    try:
+        found = str(nltk.data.find("corpora/wordnet"))
+    except LookupError:
+        return None
+    ok = os.path.isdir(found) and os.path.isfile(os.path.join(found, "data.noun"))
+    return found if ok else None
+
+
+def _has_sense_counts() -> bool:
+    """Whether WordNet has its sense counts (``cntlist.rev``), cheaply when possible."""
+    folder = _wordnet_folder()
+    if folder is None:
+        return _wordnet()[2]
+    counts = os.path.join(folder, "cntlist.rev")
+    return os.path.isfile(counts) and os.path.getsize(counts) > 0
+
+
+@functools.lru_cache(maxsize=1)
+def _wordnet_identity() -> dict[str, Any] | None:
+    """What the paraphrases depend on in WordNet: its files (SHA-256) and NLTK's version."""
+    import importlib.metadata
+
+    from ..features._persist import file_digests
+
+    folder = _wordnet_folder()
+    if folder is None:
+        return None
+    try:
+        return {
+            "nltk": importlib.metadata.version("nltk"),
+            "files": file_digests(folder, sorted(os.listdir(folder))),
+        }
+    except (OSError, importlib.metadata.PackageNotFoundError):
+        return None
+
+
+def _valid_edits(text: str, value: Any) -> bool:
+    """Whether stored edits ``[[start, original, replacement], ...]`` fit ``text``.
+
+    In text order, not overlapping, each ``original`` found at its ``start``.
+    """
+    if not isinstance(value, list):
+        return False
+    cursor = 0
+    for edit in value:
+        if not (isinstance(edit, list) and len(edit) == 3):
+            return False
+        start, original, replacement = edit
+        if not (
+            type(start) is int
+            and isinstance(original, str)
+            and isinstance(replacement, str)
+            and original
+            and cursor <= start
+            and text.startswith(original, start)
+        ):
+            return False
+        cursor = start + len(original)
+    return True
 
 
 def _lemma_count(lemma: Any) -> int:
@@ -496,6 +585,17 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         scikit-learn's English stop-word list plus ``EXTRA_STOP_WORDS``
         (auxiliaries and light verbs such as ``got``); None replaces stop words
         too if they qualify otherwise.
+    cache : str, path, EmbeddingCache or None, default=None
+        An on-disk embedding cache (a folder, or an
+        :class:`~sklearn_fairaes.text.EmbeddingCache` with one) whose folder
+        keeps each essay's edits, and its POS tags, across runs, so that the
+        same call in a later process computes nothing and returns the same
+        paraphrases. Entries are keyed by the essay's text, the base seed, every
+        parameter above, the WordNet files and the tagger's weights (SHA-256)
+        and this code; only an int ``random_state`` and a built-in
+        ``pos_tagger`` are cached (a callable may not be a pure function).
+        None, False, True (memory only) or a cache without a folder: computed
+        every time. ``fairaes cache info|clear`` count and clear the entries.
 
     Attributes
     ----------
@@ -545,6 +645,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         max_senses: int = 2,
         min_count: int = 2,
         stop_words: str | Collection[str] | None = "english",
+        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = None,
     ) -> None:
         self.rate = rate
         self.random_state = random_state
@@ -554,6 +655,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         self.max_senses = max_senses
         self.min_count = min_count
         self.stop_words = stop_words
+        self.cache = cache
 
     # ------------------------------------------------------------ params
     def _validate_params(self) -> None:
@@ -643,13 +745,8 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
             if isinstance(tagger, str)
             else f"callable:{getattr(tagger, '__name__', type(tagger).__name__)}"
         )
-        if self.min_count and not _wordnet()[2]:
-            raise ResourceNotFoundError(
-                f"min_count={self.min_count} needs WordNet's sense counts (the file "
-                f"cntlist.rev), which the WordNet in use lacks; install them (Debian: "
-                f"apt-get install wordnet-sense-index, then rerun; NLTK's own "
-                f"download includes them) or pass min_count=0 to use every sense"
-            )
+        if self.min_count and not _has_sense_counts():
+            raise _no_sense_counts(self.min_count)
         return self
 
     def transform(self, X: ArrayLike) -> list[str]:
@@ -699,20 +796,87 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
     def _tagger_label(self) -> str | Callable[[list[str]], Sequence[str]]:
         return self.pos_tagger if callable(self.pos_tagger) else self.pos_tagger_
 
+    def _store(self, base: int, stop: frozenset[str]) -> ResultStore | None:
+        """Where this paraphraser's edits are kept across runs, or None (not cached)."""
+        from ..features._persist import ResultStore, persistent_cache, source_digest
+        from ..features._pos import tagger_identity
+
+        cache = persistent_cache(self.cache)
+        label = self._tagger_label()
+        if (
+            cache is None
+            or callable(label)
+            or not isinstance(self.random_state, numbers.Integral)
+        ):
+            return None
+        tagger = tagger_identity(label)
+        wordnet = _wordnet_identity()
+        if tagger is None or wordnet is None:
+            return None
+        words = "\n".join(sorted(stop)).encode("utf-8")
+        identity = {
+            "paraphraser": "WordNetParaphraser",
+            "seed": base,
+            "rate": float(self.rate),
+            "keep_placeholders": bool(self.keep_placeholders),
+            "min_word_length": int(self.min_word_length),
+            "max_senses": int(self.max_senses),
+            "min_count": int(self.min_count),
+            "stop_words": hashlib.sha256(words).hexdigest(),
+            "wordnet": wordnet,
+            "tagger": tagger,
+            "code": source_digest(
+                "paraphrase._wordnet", "features._pos", "features._tokenize"
+            ),
+        }
+        about = {"encoder": "WordNetParaphraser", "model": f"WordNet + {label}"}
+        return ResultStore(cache, "paraphrases", identity, about, _valid_edits)
+
     def _paraphrase(self, essays: Sequence[str]) -> tuple[list[str], list[list[WordEdit]]]:
+        stop = self._stop_word_set()
+        base = self._base_seed()
+        out = list(essays)
+        all_edits: list[list[WordEdit]] = [[] for _ in essays]
+        todo = [i for i, text in enumerate(essays) if text.strip()]
+        store = self._store(base, stop) if todo else None
+        if store is not None:
+            missing = []
+            for i in todo:
+                stored = store.get(essays[i])
+                if stored is None:
+                    missing.append(i)
+                    continue
+                edits = [WordEdit(a, o, r) for a, o, r in stored]
+                all_edits[i] = edits
+                out[i] = _apply_edits(essays[i], edits)
+            todo = missing
+        if todo:
+            made = self._compute([essays[i] for i in todo], base, stop)
+            for i, edits in zip(todo, made):
+                all_edits[i] = edits
+                out[i] = _apply_edits(essays[i], edits)
+                if store is not None:
+                    store.put(essays[i], [list(e) for e in edits])
+        return out, all_edits
+
+    def _compute(
+        self, essays: Sequence[str], base: int, stop: frozenset[str]
+    ) -> list[list[WordEdit]]:
+        """The edits of each (non-blank) essay: the paraphraser's actual work."""
+        from ..features._persist import persistent_cache
         from ..features._pos import tag_essays
         from ..features._tokenize import is_placeholder, placeholder_stand_in
 
-        stop = self._stop_word_set()
-        base = self._base_seed()
-        todo = [i for i, text in enumerate(essays) if text.strip()]
-        parsed = [_word_slots(essays[i]) for i in todo]
-        tags = tag_essays([tok for tok, _ in parsed], self._tagger_label()) if todo else []
-
-        out = list(essays)
-        all_edits: list[list[WordEdit]] = [[] for _ in essays]
-        for i, (tokenized, spans), essay_tags in zip(todo, parsed, tags):
-            text = essays[i]
+        if self.min_count and not _wordnet()[2]:
+            raise _no_sense_counts(self.min_count)
+        parsed = [_word_slots(text) for text in essays]
+        tags = tag_essays(
+            [tok for tok, _ in parsed],
+            self._tagger_label(),
+            store=persistent_cache(self.cache),
+        )
+        all_edits: list[list[WordEdit]] = []
+        for text, (tokenized, spans), essay_tags in zip(essays, parsed, tags):
             edits: list[WordEdit] = []
             candidates: list[tuple[int, str, tuple[str, ...]]] = []
             for tok, span, tag in zip(tokenized.tokens, spans, essay_tags):
@@ -752,9 +916,8 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
                     choice = options[int(rng.integers(len(options)))]
                     edits.append(WordEdit(start, tok, _restore_case(tok, choice)))
             edits.sort()
-            all_edits[i] = edits
-            out[i] = _apply_edits(text, edits)
-        return out, all_edits
+            all_edits.append(edits)
+        return all_edits
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
