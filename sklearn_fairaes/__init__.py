@@ -6,6 +6,7 @@ sentence-transformers, spaCy and matplotlib load only when a feature that
 needs them is used.
 """
 
+from ._config import config_context, get_config, set_config
 from ._version import __version__
 from .datasets import (
     load_asap,
@@ -56,6 +57,10 @@ from .text import (
 
 __all__ = [
     "__version__",
+    # settings
+    "config_context",
+    "get_config",
+    "set_config",
     # representations
     "BowVectorizer",
     "EmbeddingCache",

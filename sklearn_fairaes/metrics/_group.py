@@ -43,7 +43,7 @@ from sklearn.utils import Bunch
 from .._validation import check_groups, check_same_length, check_scores
 from ..exceptions import UndefinedMetricWarning
 from ..resources import require
-from . import _individual
+from . import _individual, _torch_pairs
 from ._agreement import (
     _SMD_METHODS,
     _check_integer_valued,
@@ -742,8 +742,9 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
         margin: float,
         codes: NDArray[np.intp],
         n_groups: int,
+        settle: _individual._Settler | None = None,
     ) -> None:
-        super().__init__(y, a, b, c, margin)
+        super().__init__(y, a, b, c, margin, settle=settle)
         self.codes, self.n_groups = codes, n_groups
 
     def map(self, block: PairBlock) -> ScreenedCounts:
@@ -758,6 +759,21 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
                             minlength=self.n_groups).astype(np.int64)  # fmt: skip
         i, j = self.undecided(block, T)
         return sure, pairs, i, j, False
+
+    def map_torch(self, block: _torch_pairs.TorchBlock) -> ScreenedCounts:
+        """:meth:`map` of a block on the torch backend (same counts, on the device)."""
+        sure_rows, (i, j) = _torch_pairs.lipschitz_screen(
+            block, self.y32, self.a, self.b, self.c, self.torch_margin, per_row=True
+        )
+        rows = self.codes[block.row_start : block.row_stop]
+        sure = np.bincount(rows, weights=sure_rows, minlength=self.n_groups)
+        sure = sure.astype(np.int64)
+        valid = _torch_pairs.valid_per_row(block)
+        pairs = np.bincount(rows, weights=valid, minlength=self.n_groups)
+        if self.settle is not None:  # as in the parent's map_torch
+            sure += np.bincount(self.codes[i[self.settle(i, j)]], minlength=self.n_groups)
+            i = j = np.empty(0, dtype=np.int64)
+        return sure, pairs.astype(np.int64), i, j, False
 
     # combine() is the parent's: its sums work on the per-group count arrays too
 
@@ -785,12 +801,15 @@ def _screened_group_counts(
     """
     engine, within, between = engines
     a, b, c, margin = _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max)
+    # the torch backend settles undecided pairs block by block (see
+    # _ScreenedLipschitzCounter); the exact distances are the overall engine's
+    settle = _individual._Settler(engine, y, d_scaling, o_scaling, L)
     w_sure, w_pairs, wi, wj, w_over = within.map_reduce(
-        _ScreenedGroupLipschitzCounter(y, a, b, c, margin, codes, n_groups)
+        _ScreenedGroupLipschitzCounter(y, a, b, c, margin, codes, n_groups, settle)
     )
     if between.n_pairs:
         b_sure, b_pairs, bi, bj, b_over = between.map_reduce(
-            _ScreenedLipschitzCounter(y, a, b, c, margin)
+            _ScreenedLipschitzCounter(y, a, b, c, margin, settle=settle)
         )
     else:
         b_sure = b_pairs = 0

@@ -28,7 +28,7 @@ from sklearn.utils import Bunch
 
 from .._validation import check_embeddings, check_scores
 from ..exceptions import UndefinedMetricWarning
-from . import _pairwise
+from . import _pairwise, _torch_pairs
 from ._pairwise import (
     HistogramReducer,
     MinMaxReducer,
@@ -203,17 +203,31 @@ class _ScreenedLipschitzCounter:
     ``T >= margin`` satisfy the inequality, pairs with ``T <= -margin`` do not,
     and the others are returned for an exact check. The coefficients come from
     :func:`_screening_coefficients`, scaled so that ``|T| <= 3``.
+
+    On the torch backend (:meth:`map_torch`) with ``settle`` given, each
+    block's undecided pairs are settled at once, on the host, and none are
+    returned: the undecided pairs are a fixed share of all pairs, so at a
+    million essays (5 x 10**11 pairs) they can exceed :data:`_MAX_UNDECIDED`,
+    and the fallback to float64 blocks would take hours.
     """
 
     block_kind = "similarity32"
     consumes_blocks = True  # T is computed in place of the similarities
 
     def __init__(
-        self, y: NDArray[np.float64], a: float, b: float, c: float, margin: float
+        self,
+        y: NDArray[np.float64],
+        a: float,
+        b: float,
+        c: float,
+        margin: float,
+        settle: _Settler | None = None,
     ) -> None:
+        self.settle = settle
         self.y32 = _screen_scores(y)[0].astype(np.float32)
         self.a, self.b, self.c = np.float32(a), np.float32(b), np.float32(c)
         self.margin = _f32_at_least(margin)
+        self.torch_margin = _f32_at_least(margin + _torch_pairs.FLUSH_SLACK)
 
     def statistic(self, block: PairBlock) -> NDArray[np.float32]:
         """``T`` of every pair of the block; pairs outside its mask get ``-inf``."""
@@ -240,6 +254,16 @@ class _ScreenedLipschitzCounter:
         T = self.statistic(block)
         sure = int(np.count_nonzero(T >= self.margin))
         i, j = self.undecided(block, T)
+        return sure, block.n_valid, i, j, False
+
+    def map_torch(self, block: _torch_pairs.TorchBlock) -> ScreenedCounts:
+        """:meth:`map` of a block on the torch backend (same counts, on the device)."""
+        sure, (i, j) = _torch_pairs.lipschitz_screen(
+            block, self.y32, self.a, self.b, self.c, self.torch_margin
+        )
+        if self.settle is not None:
+            sure += int(np.count_nonzero(self.settle(i, j)))
+            i = j = np.empty(0, dtype=np.int64)
         return sure, block.n_valid, i, j, False
 
     def combine(self, a: ScreenedCounts, b: ScreenedCounts) -> ScreenedCounts:
@@ -330,6 +354,27 @@ def _settle(
     return o <= d
 
 
+class _Settler:
+    """:func:`_settle` with its fixed arguments, for the reducers (picklable)."""
+
+    def __init__(
+        self,
+        engine: PairwiseEngine,
+        y: NDArray[np.float64],
+        d_scaling: Scaling,
+        o_scaling: Scaling,
+        L: float,
+    ) -> None:
+        # joblib pickles a task's engine and reducer together, so the engine
+        # of the overall pass is shipped once (the group passes, whose tasks
+        # get their filtered engines, ship this one besides)
+        self.engine, self.y = engine, y
+        self.d_scaling, self.o_scaling, self.L = d_scaling, o_scaling, L
+
+    def __call__(self, i: NDArray[np.int64], j: NDArray[np.int64]) -> NDArray[np.bool_]:
+        return _settle(self.engine, self.y, i, j, self.d_scaling, self.o_scaling, self.L)
+
+
 def _screened_count(
     engine: PairwiseEngine,
     y: NDArray[np.float64],
@@ -340,8 +385,9 @@ def _screened_count(
 ) -> tuple[int, int] | None:
     """Exact Lipschitz count through float32 screening, or None on overflow."""
     a, b, c, margin = _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max)
+    settle = _Settler(engine, y, d_scaling, o_scaling, L)
     sure, n_eval, i, j, overflow = engine.map_reduce(
-        _ScreenedLipschitzCounter(y, a, b, c, margin)
+        _ScreenedLipschitzCounter(y, a, b, c, margin, settle=settle)
     )
     if overflow:
         return None

@@ -84,10 +84,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overloa
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, effective_n_jobs
 from sklearn.utils import Bunch, check_random_state
 
+from .._config import _delayed, check_device_name, check_pair_backend, get_config
 from .._validation import check_embeddings
+from . import _torch_pairs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -568,6 +570,10 @@ def _fold(reducer: Reducer[_P], parts: Iterable[_P]) -> _P:
 def _run_chunk(
     engine: PairwiseEngine, reducer: Reducer[_P], specs: Sequence[BlockSpec]
 ) -> _P:
+    if engine._on_torch(reducer):
+        pairs = engine._torch_pairs()
+        map_torch = reducer.map_torch  # type: ignore[attr-defined]
+        return _fold(reducer, (map_torch(pairs.block(spec)) for spec in specs))
     kind = getattr(reducer, "block_kind", "distance")
     return _fold(reducer, (reducer.map(engine._make_block(spec, kind)) for spec in specs))
 
@@ -601,6 +607,30 @@ class PairwiseEngine:
         of two essays of different groups.
     name : str, default="X"
         Name of ``X`` in error messages.
+    backend : {"numpy", "torch"}, default=None
+        How the float32-screened passes run (see :attr:`screenable`): NumPy on
+        the CPU, or torch on ``device``, where each block's product and its
+        elementwise screen stay on the device and only counts, per-block
+        extremes and undecided pairs come back (see the private module
+        ``sklearn_fairaes.metrics._torch_pairs``). Results are identical.
+        Reducers without a ``map_torch`` method and passes over float64
+        distances run in NumPy on either backend. None means
+        ``sklearn_fairaes.get_config()["pair_backend"]`` (default ``"numpy"``).
+    device : {"cpu", "cuda", "cuda:N"}, default=None
+        Device of the torch backend; None means
+        ``sklearn_fairaes.get_config()["device"]`` (default ``"cpu"``). On a
+        CUDA device the default block side is up to 8192 instead of 2048
+        (fewer, larger products keep the GPU busy).
+
+    Raises
+    ------
+    ValueError
+        If ``backend`` or ``device`` is not one of the choices, if ``device``
+        is a CUDA device that this machine lacks, or if it is not ``"cpu"``
+        with the NumPy backend (checked before ``X`` is read).
+    ImportError
+        If ``backend="torch"`` and torch is not installed (it comes with the
+        ``sbert`` extra).
 
     Examples
     --------
@@ -618,6 +648,8 @@ class PairwiseEngine:
     block_size: int
     n_jobs: int | None
     name: str
+    backend: str
+    device: str
     n_samples: int
     pairs: str
     groups: NDArray[np.intp] | None
@@ -633,6 +665,8 @@ class PairwiseEngine:
     # Set by _prepare_screening, on first use.
     _unit32: NDArray[np.float32]
     _screen_error: float
+    # Set by _torch_pairs(), on first use by a torch pass; never pickled.
+    _torch: _torch_pairs.TorchPairs | None
 
     def __init__(
         self,
@@ -644,7 +678,25 @@ class PairwiseEngine:
         groups: ArrayLike | None = None,
         pairs: Literal["all", "within", "between"] = "all",
         name: str = "X",
+        backend: Literal["numpy", "torch"] | None = None,
+        device: str | None = None,
     ) -> None:
+        # the backend and its device first: a missing GPU is an error before any
+        # work on X
+        config = get_config()
+        self.backend = check_pair_backend(
+            config["pair_backend"] if backend is None else backend, "backend"
+        )
+        self.device = check_device_name(config["device"] if device is None else device)
+        if self.backend == "torch":
+            _torch_pairs.check_device(self.device)
+        elif self.device != "cpu":
+            raise ValueError(
+                f"device={self.device!r} needs backend='torch' (the NumPy backend runs "
+                "on the CPU only); pass backend='torch', or device='cpu', or call "
+                "sklearn_fairaes.set_config(pair_backend='torch')"
+            )
+        self._torch = None
         self.metric = _check_metric(metric)
         block_size = check_int(block_size, "block_size", minimum=1, allow_none=True)
         self.n_jobs = n_jobs
@@ -669,7 +721,11 @@ class PairwiseEngine:
                     )
                 self._X = X
         self.n_samples = n
-        self.block_size = _default_block_size(n) if block_size is None else block_size
+        if block_size is None:
+            block_size = _default_block_size(n)
+            if self.backend == "torch" and self.device != "cpu":
+                block_size = _torch_pairs.device_block_size(n)
+        self.block_size = block_size
         self.pairs = check_option(pairs, "pairs", ("all", "within", "between"))
         self.groups = None
         if groups is not None or pairs != "all":
@@ -738,6 +794,7 @@ class PairwiseEngine:
         state = self.__dict__.copy()
         state["_cache"] = state["_screen_cache"] = None
         state["_triu"] = {}
+        state["_torch"] = None  # device tensors: each process makes its own
         return state
 
     def _total_entries(self) -> int:
@@ -967,6 +1024,24 @@ class PairwiseEngine:
             g64 = n * u64 / (1 - n * u64)
             self._screen_error = 1.01 * (g32 + 2 * u32 + g64) + self._snap + 4 * u64
 
+    def _on_torch(self, reducer: object) -> bool:
+        """Whether ``reducer``'s pass runs on the torch backend."""
+        return (
+            self.backend == "torch"
+            and getattr(reducer, "block_kind", "distance") == "similarity32"
+            and hasattr(reducer, "map_torch")
+        )
+
+    def _torch_pairs(self) -> _torch_pairs.TorchPairs:
+        """The unit rows on the torch device (made on first use, per process)."""
+        with _torch_pairs.setup_lock:  # threads of one engine make it once
+            if self._torch is None:
+                self._prepare_screening()
+                self._torch = _torch_pairs.TorchPairs(
+                    self._unit32, self._zero, self.groups, self.pairs, self.device
+                )
+            return self._torch
+
     @property
     def screen_error(self) -> float:
         """Bound on ``|(1 - s) - d|`` for a float32 similarity ``s`` and exact ``d``."""
@@ -1024,7 +1099,9 @@ class PairwiseEngine:
         if self._cache is None and in_process and self._cacheable():
             self._cache = {}
         kind = getattr(reducer, "block_kind", "distance")
-        if kind != "distance":
+        # torch passes make every block on the device: blocks of a first pass
+        # are not kept for a second (recomputing them there is cheap)
+        if kind != "distance" and not self._on_torch(reducer):
             self._prepare_screening()
             if (
                 self._screen_cache is None
@@ -1067,10 +1144,11 @@ class PairwiseEngine:
                 yield _run_chunk(self, reducer, chunk)
             return
         # tasks only schedule runs of chunks, a few per worker, so that the
-        # engine's arrays are shipped a few times only
+        # engine's arrays are shipped a few times only; the workers run under
+        # the caller's sklearn_fairaes settings
         groups = np.array_split(np.arange(len(chunks)), min(len(chunks), 4 * n_workers))
         for results in Parallel(n_jobs=self.n_jobs, return_as="generator")(
-            delayed(_run_task)(self, reducer, [chunks[k] for k in group])
+            _delayed(_run_task)(self, reducer, [chunks[k] for k in group])
             for group in groups
         ):
             yield from results
@@ -1258,8 +1336,19 @@ class _ScreenedRange:
         spec = (block.row_start, block.row_stop, block.col_start, block.col_stop)
         return [(top, bottom, spec)], count
 
+    def map_torch(self, block: _torch_pairs.TorchBlock) -> _Ranges:
+        """:meth:`map` of a block on the torch backend."""
+        if block.n_valid == 0:
+            return self.empty()
+        top, bottom = _torch_pairs.block_extremes(block)
+        spec = (block.row_start, block.row_stop, block.col_start, block.col_stop)
+        return [(top, bottom, spec)], block.n_valid
+
     def combine(self, a: _Ranges, b: _Ranges) -> _Ranges:
-        return a[0] + b[0], a[1] + b[1]
+        # in place: a fold owns its running partial, and copying it at every
+        # block would be quadratic in the blocks (10**5 at a million essays)
+        a[0].extend(b[0])
+        return a[0], a[1] + b[1]
 
     def empty(self) -> _Ranges:
         return [], 0
@@ -1284,6 +1373,15 @@ class _ScreenedCandidates:
         if hi.size + lo.size > _SCREEN_CANDIDATES:
             return self.empty(overflow=True)
         return block.pair_indices(hi), block.pair_indices(lo), False
+
+    def map_torch(self, block: _torch_pairs.TorchBlock) -> _Candidates:
+        """:meth:`map` of a block on the torch backend."""
+        found = _torch_pairs.block_candidates(
+            block, self.high, self.low, _SCREEN_CANDIDATES
+        )
+        if found is None:
+            return self.empty(overflow=True)
+        return found[0], found[1], False
 
     def combine(self, a: _Candidates, b: _Candidates) -> _Candidates:
         if (

@@ -1,0 +1,213 @@
+"""Package-wide settings, in the manner of :func:`sklearn.set_config`.
+
+One setting chooses how the pairwise engine of the individual-fairness metrics
+runs its float32-screened passes (NumPy on the CPU, or torch on a CPU or CUDA
+device); the counts are exact either way. The settings are per thread, like
+scikit-learn's: :func:`set_config` changes them for the calling thread,
+:func:`config_context` for a ``with`` block, and new threads start from the
+defaults. :func:`_delayed` carries the caller's settings into joblib workers
+(threads or processes), as :func:`sklearn.utils.parallel.delayed` does for
+scikit-learn's configuration.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = ["config_context", "get_config", "set_config"]
+
+#: Backends of the pairwise engine's float32-screened passes.
+PAIR_BACKENDS = ("numpy", "torch")
+
+#: Devices the torch pair backend accepts (``"cuda:N"`` picks one GPU).
+DEVICES = ("cpu", "cuda", "cuda:N")
+
+_DEFAULTS: dict[str, Any] = {"pair_backend": "numpy", "device": "cpu"}
+_local = threading.local()
+
+
+def _thread_config() -> dict[str, Any]:
+    config: dict[str, Any] | None = getattr(_local, "config", None)
+    if config is None:
+        config = _local.config = dict(_DEFAULTS)
+    return config
+
+
+def check_pair_backend(backend: object, name: str = "pair_backend") -> str:
+    """``backend`` if it is one of :data:`PAIR_BACKENDS`, else a ValueError."""
+    if not isinstance(backend, str) or backend not in PAIR_BACKENDS:
+        raise ValueError(
+            f"{name} must be one of {', '.join(map(repr, PAIR_BACKENDS))}, got {backend!r}"
+        )
+    return backend
+
+
+def check_device_name(device: object, name: str = "device") -> str:
+    """``device`` if it names a CPU or CUDA device, else a ValueError.
+
+    Only the spelling is checked here; whether this machine has the device is
+    checked when an engine is built (see ``metrics._torch_pairs``).
+    """
+    if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise ValueError(
+            f"{name} must be one of {', '.join(map(repr, DEVICES))} (N a GPU index), "
+            f"got {device!r}"
+        )
+    return device
+
+
+def get_config() -> dict[str, Any]:
+    """Return the current settings of sklearn_fairaes (a copy).
+
+    Returns
+    -------
+    config : dict
+        Keys are the parameters of :func:`set_config`.
+
+    See Also
+    --------
+    set_config : Change the settings.
+    config_context : Change the settings within a ``with`` block.
+
+    Examples
+    --------
+    >>> import sklearn_fairaes
+    >>> config = sklearn_fairaes.get_config()
+    >>> config["pair_backend"], config["device"]
+    ('numpy', 'cpu')
+    """
+    return dict(_thread_config())
+
+
+def set_config(pair_backend: str | None = None, device: str | None = None) -> None:
+    """Change the settings of sklearn_fairaes for the calling thread.
+
+    The pairwise engine of the individual-fairness metrics reads them when it
+    is built (each call of :func:`~sklearn_fairaes.lipschitz_fraction` builds
+    one); its ``backend`` and ``device`` parameters override them.
+
+    Parameters
+    ----------
+    pair_backend : {"numpy", "torch"}, default=None
+        How the float32-screened passes over the pairs of essays run: matrix
+        products and the elementwise screen in NumPy on the CPU, or in torch
+        on ``device`` (only counts, per-block extremes and the few pairs the
+        screen cannot decide come back to the host, where they are settled in
+        float64 as with NumPy). The counts are identical either way. torch
+        comes with the ``sbert`` extra. None leaves the setting unchanged
+        (default ``"numpy"``).
+    device : {"cpu", "cuda", "cuda:N"}, default=None
+        Device of the torch pair backend; ``"cuda"`` needs a CUDA build of
+        torch and a GPU, checked when an engine is built. Encoders take their
+        own ``device`` parameter. None leaves the setting unchanged (default
+        ``"cpu"``).
+
+    Raises
+    ------
+    ValueError
+        If ``pair_backend`` or ``device`` is not one of the choices.
+
+    See Also
+    --------
+    get_config : The current settings.
+    config_context : Change the settings within a ``with`` block.
+
+    Examples
+    --------
+    >>> import sklearn_fairaes
+    >>> sklearn_fairaes.set_config(pair_backend="numpy")
+    >>> sklearn_fairaes.get_config()["pair_backend"]
+    'numpy'
+    """
+    config = _thread_config()
+    # validate both before changing either, so a bad call changes nothing
+    new = {}
+    if pair_backend is not None:
+        new["pair_backend"] = check_pair_backend(pair_backend)
+    if device is not None:
+        new["device"] = check_device_name(device)
+    config.update(new)
+
+
+@contextmanager
+def config_context(
+    *, pair_backend: str | None = None, device: str | None = None
+) -> Iterator[None]:
+    """Change the settings of sklearn_fairaes within a ``with`` block.
+
+    The previous settings come back when the block ends, also on an error.
+
+    Parameters
+    ----------
+    pair_backend : {"numpy", "torch"}, default=None
+        As in :func:`set_config`; None keeps the current setting.
+    device : {"cpu", "cuda", "cuda:N"}, default=None
+        As in :func:`set_config`; None keeps the current setting.
+
+    Yields
+    ------
+    None
+
+    Raises
+    ------
+    ValueError
+        If ``pair_backend`` or ``device`` is not one of the choices (before the
+        block runs).
+
+    See Also
+    --------
+    set_config : Change the settings for the calling thread.
+    get_config : The current settings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sklearn_fairaes
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    >>> with sklearn_fairaes.config_context(pair_backend="torch", device="cpu"):
+    ...     sklearn_fairaes.lipschitz_fraction(X, [2, 2, 5, 5])
+    0.5
+    >>> sklearn_fairaes.get_config()["pair_backend"]
+    'numpy'
+    """
+    old = get_config()
+    set_config(pair_backend=pair_backend, device=device)
+    try:
+        yield
+    finally:
+        _thread_config().update(old)
+
+
+class _Configured:
+    """``function`` called under the settings captured when the task was made."""
+
+    def __init__(self, function: Callable[..., Any], config: dict[str, Any]) -> None:
+        self.function = function
+        self.config = config
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with config_context(**self.config):
+            return self.function(*args, **kwargs)
+
+
+def _delayed(function: Callable[..., Any]) -> Callable[..., tuple[Any, ...]]:
+    """:func:`joblib.delayed` that carries the caller's settings into the worker.
+
+    The settings are captured when the task is made, in the caller's thread
+    (joblib may dispatch from another thread), and set around the call in the
+    worker, whatever its backend (threads, processes, Dask).
+    """
+
+    @functools.wraps(function)
+    def make_task(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        return _Configured(function, get_config()), args, kwargs
+
+    return make_task
