@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .text._sbert import BACKENDS as SBERT_BACKENDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -663,6 +664,8 @@ def _run_audit(
         n_jobs=args.n_jobs,
         grammar=args.grammar,
         sbert_model=args.sbert_model,
+        sbert_backend=args.sbert_backend,
+        device=args.device,
         perturbations=args.perturbations,
         n_perturbation_essays=args.n_perturbation_essays,
         n_review=args.n_review,
@@ -671,6 +674,16 @@ def _run_audit(
         progress=not args.quiet,
         title=f"Individual-fairness audit of {source}",
     )
+
+
+def _check_device_option(args: argparse.Namespace) -> None:
+    """``--device``: refused before the output folder is claimed or any data is read."""
+    from .text._device import check_device
+
+    try:
+        check_device(args.device, purpose="the neural encoders")
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"--device {args.device}: {exc}") from None
 
 
 def _cache_option(args: argparse.Namespace) -> bool | str:
@@ -785,6 +798,7 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
+    _check_device_option(args)
     claim = _claim_output(args, _inputs(args))
     try:
         frame = read_table(args.data, encoding=args.encoding)
@@ -822,6 +836,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .datasets import load_demo_essays, load_demo_prompt
     from .report import AuditInputError
 
+    _check_device_option(args)
     claim = _claim_output(args, [])
     try:
         frame = load_demo_essays()
@@ -883,9 +898,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             return EXIT_OK
         print(f"  {info['entries']} entries, {_size(info['bytes'])}")
         for enc in info["encoders"]:
+            # packed entries (POS tags, paraphrases) have no vector size
+            dim = "-" if enc["backend"] == "packed-json" else enc["dim"]
             print(
                 f"  {enc['encoder']} {enc['model']} (backend {enc['backend']}, "
-                f"dim {enc['dim']}): {enc['entries']} entries, {_size(enc['bytes'])} "
+                f"dim {dim}): {enc['entries']} entries, {_size(enc['bytes'])} "
                 f"[{enc['key']}]"
             )
         return EXIT_OK
@@ -950,6 +967,22 @@ def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> Non
         help="LanguageTool server for the language_errors feature",
     )
     p.add_argument("--sbert-model", default="all-MiniLM-L6-v2")
+    p.add_argument(
+        "--sbert-backend",
+        default="torch",
+        choices=SBERT_BACKENDS,
+        help="what runs the Sentence-BERT model: torch (the exact float32 vectors; "
+        "default), torch-bf16 (the model in bfloat16: faster on CPUs with AMX or "
+        "AVX512-BF16, cosine to the float32 vectors above 0.9999), onnx, onnx-int8 "
+        "(ONNX Runtime, the onnx extra)",
+    )
+    p.add_argument(
+        "--device",
+        default=None,
+        metavar="DEVICE",
+        help="torch device of the Sentence-BERT and LASER encoders: cpu, cuda, cuda:N "
+        "(default: Sentence-BERT's own choice, LASER on the CPU); checked before any work",
+    )
     p.add_argument(
         "--perturbations",
         default=None,

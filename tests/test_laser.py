@@ -404,3 +404,64 @@ def test_fit_transform_does_not_mutate_input(tiny_dir):
     essays = list(ESSAYS)
     LaserEncoder(model_dir=tiny_dir, cache=None).fit_transform(essays)
     assert essays == ESSAYS
+
+
+# ---------------------------------------------------------------------------
+# device
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """A machine without CUDA, also where there is one (the tests run everywhere)."""
+    torch = require_module("torch", "laser")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    return torch
+
+
+def test_cuda_without_cuda_refused_before_loading(tiny_dir, no_cuda, monkeypatch):
+    import sklearn_fairaes.text._laser as laser_mod
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the LASER model was loaded although the device is bad")
+
+    monkeypatch.setattr(laser_mod, "_load_files", fail)
+    # laserembeddings alone would quietly run on the CPU instead
+    with pytest.raises(ValueError, match="'cuda' was asked for LASER embeddings, but CUDA"):
+        LaserEncoder(model_dir=tiny_dir, device="cuda").fit(["x"])
+    with pytest.raises(ValueError, match="LASER runs on 'cpu' or 'cuda'"):
+        LaserEncoder(model_dir=tiny_dir, device="meta").fit(["x"])
+
+
+def test_device_cpu_same_vectors_and_cache_key(tiny_dir, direct):
+    enc = LaserEncoder(model_dir=tiny_dir, device="cpu", cache=None).fit(["x"])
+    np.testing.assert_allclose(
+        enc.transform(ESSAYS), _direct_embed(direct, ESSAYS), rtol=0, atol=1e-6
+    )
+    default = LaserEncoder(model_dir=tiny_dir).fit(["x"])
+    # the device changes only the rounding: one cache entry per essay
+    assert enc._identity() == default._identity()
+
+
+def test_cuda_device_reaches_laserembeddings(tiny_dir, no_cuda, monkeypatch):
+    import sklearn_fairaes.text._laser as laser_mod
+
+    monkeypatch.setattr(no_cuda.cuda, "is_available", lambda: True)
+    # the fake models must not stay in (or be served from) the process's models
+    monkeypatch.setattr(laser_mod, "_LASERS", {})
+    options = []
+
+    class FakeModule:
+        @staticmethod
+        def Laser(**kwargs):
+            options.append(kwargs["embedding_options"])
+            return object()
+
+    files = {k: str(tiny_dir / v) for k, v in LASER_FILES.items()}
+    laser_mod._load_files(FakeModule, files, 12000, "cuda")
+    laser_mod._load_files(FakeModule, files, 12000, None)
+    assert options == [
+        {"cpu": False, "max_tokens": 12000},
+        {"cpu": True, "max_tokens": 12000},
+    ]

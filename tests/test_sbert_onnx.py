@@ -153,7 +153,10 @@ def test_failed_export_raises_without_torch_fallback(minilm, tmp_path, monkeypat
 
 @pytest.mark.parametrize("backend", ["ONNX", "openvino", "onnx_int8", None, 1])
 def test_bad_backend_name(minilm, backend):
-    with pytest.raises(ValueError, match="backend must be one of 'torch', 'onnx'"):
+    with pytest.raises(
+        ValueError,
+        match="backend must be one of 'torch', 'torch-bf16', 'onnx', 'onnx-int8'",
+    ):
         SentenceBertEncoder(backend=backend).fit(["an essay"])
 
 

@@ -88,6 +88,8 @@ def audit(
     n_jobs: int | None = None,
     grammar: str | None = None,
     sbert_model: str = "all-MiniLM-L6-v2",
+    sbert_backend: str = "torch",
+    device: str | None = None,
     k_extreme: int = 1,
     n_profile_pairs: int = 10_000,
     n_paraphrase_samples: int = 100,
@@ -222,6 +224,16 @@ def audit(
         The Sentence-BERT model of the ``"sbert"`` representation and of the
         prompt-similarity feature (a name or a folder, see
         :func:`~sklearn_fairaes.resources.resolve_sbert_model`).
+    sbert_backend : str, default="torch"
+        What runs that model, the ``backend`` of
+        :class:`~sklearn_fairaes.SentenceBertEncoder`: ``"torch"`` (the exact
+        float32 vectors), ``"torch-bf16"`` (the model in bfloat16, faster on
+        CPUs with AMX or AVX512-BF16), ``"onnx"`` or ``"onnx-int8"``. Another
+        name raises a ValueError listing them, before any work.
+    device : str, default=None
+        Torch device of every neural encoder the audit makes (``"cpu"``,
+        ``"cuda"``); None: each library's default. ``"cuda"`` on a machine
+        without CUDA raises a ValueError before any work.
     k_extreme : int, default=1
         Number of nearest and farthest pairs shown per representation.
     n_profile_pairs : int, default=10000
@@ -371,6 +383,8 @@ def audit(
         n_neighbors=n_neighbors,
         grammar=grammar,
         sbert_model=sbert_model,
+        sbert_backend=sbert_backend,
+        device=device,
         cache=embedding_cache,
     )
     hits, misses = embedding_cache.hits, embedding_cache.misses

@@ -81,22 +81,33 @@ class AuditInputError(ValueError):
 # -- names -> estimators --------------------------------------------------------
 
 
-def make_representation(name: str, *, sbert_model: str, cache: Any = None) -> Any:
+def make_representation(
+    name: str,
+    *,
+    sbert_model: str,
+    cache: Any = None,
+    sbert_backend: str = "torch",
+    device: str | None = None,
+) -> Any:
     """The unfitted transformer of a representation name.
 
     ``cache`` (an EmbeddingCache, the audit's) goes to the neural encoders, so a
     re-run of the same audit reads their vectors instead of encoding again;
     None keeps their default (the process-wide in-memory cache).
+    ``sbert_backend`` is the ``backend`` of the Sentence-BERT encoder and
+    ``device`` the torch device of both neural encoders (Sentence-BERT, LASER).
     """
     from .. import text
 
-    neural = {} if cache is None else {"cache": cache}
+    neural: dict[str, Any] = {"device": device}
+    if cache is not None:
+        neural["cache"] = cache
     if name == "bow":
         return text.BowVectorizer()
     if name == "tfidf":
         return text.TfidfEssayVectorizer()
     if name == "sbert":
-        return text.SentenceBertEncoder(sbert_model, **neural)
+        return text.SentenceBertEncoder(sbert_model, backend=sbert_backend, **neural)
     if name == "laser":
         return text.LaserEncoder(**neural)
     raise AuditInputError(
@@ -461,6 +472,23 @@ class Plan:
         return np.flatnonzero(self.prompt_ids == prompt)
 
 
+def _check_encoder_settings(settings: Settings) -> None:
+    """The backend and device of the neural encoders, checked before any work."""
+    from ..text._device import check_device
+    from ..text._sbert import BACKENDS
+
+    backend = settings.sbert_backend
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise AuditInputError(
+            f"sbert_backend must be one of {', '.join(map(repr, BACKENDS))}; "
+            f"got {backend!r}"
+        )
+    try:
+        check_device(settings.device, purpose="the audit's neural encoders")
+    except (TypeError, ValueError) as exc:
+        raise AuditInputError(str(exc)) from None
+
+
 def plan_audit(
     data: object,
     *,
@@ -485,6 +513,7 @@ def plan_audit(
     settings: Settings,
 ) -> Plan:
     """Check every input of the audit for every prompt; see the module docstring."""
+    _check_encoder_settings(settings)
     pd = require("pandas", purpose="the audit")
     if not isinstance(data, pd.DataFrame):
         raise AuditInputError(
@@ -551,6 +580,8 @@ def plan_audit(
         "representations",
         sbert_model=settings.sbert_model,
         cache=settings.cache,
+        sbert_backend=settings.sbert_backend,
+        device=settings.device,
     )
     given, given_columns = _given(data, systems, len(essays), scales, where)
     trained, fitted = _models(models, refit, bool(given), settings, short_answer)
@@ -1417,6 +1448,10 @@ def _study(
     if settings.cache is not None and "cache" in feat.get_params():
         # the prompt-similarity feature's Sentence-BERT encoder: the audit's cache
         feat.set_params(cache=settings.cache)
+    if "sbert_backend" in feat.get_params():
+        # and the audit's backend and device: the same identity as the "sbert"
+        # representation, so an essay is encoded once for both
+        feat.set_params(sbert_backend=settings.sbert_backend, sbert_device=settings.device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
         study.features = np.asarray(feat.fit_transform(essays, human), dtype=float)
@@ -1428,8 +1463,10 @@ def _study(
         try:
             from ..paraphrase import WordNetParaphraser
 
+            # the audit's cache: a re-run reads the paraphrases instead of
+            # tagging and paraphrasing every essay again
             study.paraphrases = WordNetParaphraser(
-                random_state=settings.random_state
+                random_state=settings.random_state, cache=settings.cache
             ).fit_transform(essays)
             study.paraphrase_source = "WordNetParaphraser"
         except (ImportError, LookupError) as exc:

@@ -85,6 +85,10 @@ class Settings:
     n_perturbation_essays: int = 200
     grammar: str | None = None
     sbert_model: str = "all-MiniLM-L6-v2"
+    # SentenceBertEncoder's backend, and the torch device of every neural encoder
+    # the audit makes (None: each library's default)
+    sbert_backend: str = "torch"
+    device: str | None = None
     n_review: int = 20
     n_neighbors: int = 5
     # the EmbeddingCache every encoder the audit makes uses (text._cache.open_cache);

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from ..resources import ResourceNotFoundError, require, resolve_laser_files
 from ._base import _BaseEssayEncoder
 from ._cache import EmbeddingCache, file_sha256
+from ._device import check_device
 
 __all__ = ["LaserEncoder", "load_laser", "split_sentences"]
 
@@ -29,8 +30,8 @@ _POOLINGS = ("essay", "sentence_mean")
 # (path, size, mtime) of a model file
 _Signature = tuple[str, int, int]
 
-# (signatures of the files, max_tokens) -> laserembeddings.Laser
-_LASERS: dict[tuple[tuple[_Signature, ...], int], Any] = {}
+# (signatures of the files, max_tokens, device) -> laserembeddings.Laser
+_LASERS: dict[tuple[tuple[_Signature, ...], int, str | None], Any] = {}
 _LOCK = threading.Lock()
 
 # A period after one of these does not end a sentence ("Dr. Smith", "e.g. this").
@@ -118,9 +119,12 @@ def _fingerprint(path: str | os.PathLike[str]) -> dict[str, str | int]:
 
 
 def load_laser(
-    model_dir: str | os.PathLike[str] | None = None, *, max_tokens: int = 12000
+    model_dir: str | os.PathLike[str] | None = None,
+    *,
+    max_tokens: int = 12000,
+    device: str | None = None,
 ) -> Any:
-    """Load ``laserembeddings.Laser`` once per process, on the CPU.
+    """Load ``laserembeddings.Laser`` once per process, on the CPU by default.
 
     Parameters
     ----------
@@ -131,6 +135,12 @@ def load_laser(
         they are looked for.
     max_tokens : int, default=12000
         Largest BiLSTM batch, in BPE tokens (laserembeddings' own batching).
+    device : str, default=None
+        ``None`` or ``"cpu"``: the CPU; ``"cuda"`` or ``"cuda:N"``: that GPU
+        (a ValueError when CUDA is not available). laserembeddings sends
+        each batch to torch's current GPU: for ``"cuda:N"`` call
+        ``embed_sentences`` inside ``torch.cuda.device(N)``
+        (:class:`LaserEncoder` does).
 
     Returns
     -------
@@ -144,6 +154,8 @@ def load_laser(
         If ``laserembeddings`` is not installed; the message names the extra.
     ResourceNotFoundError
         If a model file is missing; the message gives the download command.
+    ValueError
+        If ``device`` is not one this machine has.
 
     Examples
     --------
@@ -152,21 +164,61 @@ def load_laser(
     >>> laser.embed_sentences(["A sentence."], lang="en").shape  # doctest: +SKIP
     (1, 1024)
     """
+    _check_laser_device(device)
     module = require("laserembeddings", purpose="LASER embeddings")
-    return _load_files(module, resolve_laser_files(model_dir), max_tokens)
+    return _load_files(module, resolve_laser_files(model_dir), max_tokens, device)
 
 
-def _load_files(module: Any, files: Mapping[str, str], max_tokens: int) -> Any:
-    key = (tuple(_signature(files[k]) for k in sorted(files)), max_tokens)
+def _check_laser_device(device: str | None) -> None:
+    check_device(device, purpose="LASER embeddings")
+    if device is not None and not str(device).startswith(("cpu", "cuda")):
+        # laserembeddings knows only its "cpu" flag and torch's .cuda()
+        raise ValueError(
+            f"device={device!r}: LASER runs on 'cpu' or 'cuda' ('cuda:N') only "
+            "(laserembeddings has no other device)"
+        )
+
+
+def _cuda_index(device: str | None) -> int | None:
+    if device is None or not str(device).startswith("cuda"):
+        return None
+    _, _, index = str(device).partition(":")
+    return int(index) if index else None
+
+
+def _load_files(
+    module: Any, files: Mapping[str, str], max_tokens: int, device: str | None = None
+) -> Any:
+    key = (tuple(_signature(files[k]) for k in sorted(files)), max_tokens, device)
+    on_gpu = device is not None and str(device).startswith("cuda")
     with _LOCK:
         if key not in _LASERS:
-            _LASERS[key] = module.Laser(
-                bpe_codes=files["bpe_codes"],
-                bpe_vocab=files["bpe_vocab"],
-                encoder=files["encoder"],
-                embedding_options={"cpu": True, "max_tokens": max_tokens},
-            )
+            with _gpu_context(device):
+                # laserembeddings moves the BiLSTM with .cuda(): the current GPU
+                _LASERS[key] = module.Laser(
+                    bpe_codes=files["bpe_codes"],
+                    bpe_vocab=files["bpe_vocab"],
+                    encoder=files["encoder"],
+                    embedding_options={"cpu": not on_gpu, "max_tokens": max_tokens},
+                )
         return _LASERS[key]
+
+
+def _gpu_context(device: str | None) -> Any:
+    """A context in which torch's current GPU is ``device``'s (a no-op off CUDA).
+
+    laserembeddings puts its model and each batch on the current GPU
+    (``.cuda()``), so ``"cuda:1"`` needs the current device set while it loads
+    and encodes.
+    """
+    import contextlib
+
+    index = _cuda_index(device)
+    if index is None:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.cuda.device(index)
 
 
 class LaserEncoder(_BaseEssayEncoder):
@@ -208,6 +260,13 @@ class LaserEncoder(_BaseEssayEncoder):
         default); lower it to save memory. An essay longer than this is still
         embedded whole, in a batch of its own. It does not change the vectors
         beyond floating-point rounding, so it is not part of the cache key.
+    device : str, default=None
+        ``None`` or ``"cpu"``: the CPU (laserembeddings' ``cpu`` option);
+        ``"cuda"`` or ``"cuda:N"``: that GPU. ``"cuda"`` on a machine without
+        CUDA raises a ValueError at ``fit``, before the model loads
+        (laserembeddings itself would fall back to the CPU without a word).
+        Like ``max_tokens`` it changes only the rounding and is not part of
+        the cache key.
     cache : bool, str, path or EmbeddingCache, default=True
         True: the process-wide in-memory cache; a folder: that on-disk cache
         (shared by joblib worker processes); None: no cache.
@@ -252,12 +311,14 @@ class LaserEncoder(_BaseEssayEncoder):
         *,
         pooling: str = "essay",
         max_tokens: int = 12000,
+        device: str | None = None,
         cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
     ) -> None:
         self.lang = lang
         self.model_dir = model_dir
         self.pooling = pooling
         self.max_tokens = max_tokens
+        self.device = device
         self.cache = cache
 
     def _validate_encoder_params(self) -> None:
@@ -287,9 +348,11 @@ class LaserEncoder(_BaseEssayEncoder):
 
     def _laser(self) -> Any:
         module = require("laserembeddings", purpose="LASER embeddings")
-        return _load_files(module, self.model_files_, int(self.max_tokens))
+        return _load_files(module, self.model_files_, int(self.max_tokens), self.device)
 
     def _load(self) -> None:
+        # first: a device this machine lacks is refused before anything loads
+        _check_laser_device(self.device)
         require("laserembeddings", purpose="LASER embeddings")
         self.model_files_ = resolve_laser_files(self.model_dir)
         # embedding "" checks that the tokeniser for lang loads, and reads the size
@@ -309,7 +372,7 @@ class LaserEncoder(_BaseEssayEncoder):
         torch = require("torch", extra="laser", purpose="LASER embeddings")
         laser = self._laser()
         # laserembeddings keeps the autograd graph of each batch; inference needs none
-        with torch.no_grad():
+        with torch.no_grad(), _gpu_context(self.device):
             return laser.embed_sentences(list(texts), lang=self.lang)
 
     def _encode(self, texts: list[str]) -> NDArray[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from ..exceptions import LongTextWarning
 from ..resources import _sbert_model_files, data_home, require, resolve_sbert_model
 from ._base import _BaseEssayEncoder
 from ._cache import EmbeddingCache, file_sha256
+from ._device import check_device
 
 __all__ = ["SentenceBertEncoder"]
 
@@ -32,11 +34,22 @@ _LOADED_FROM: dict[int, str | None] = {}
 # id of a loaded model -> fingerprint of its weights and modules in memory
 _LOADED_FINGERPRINTS: dict[int, str] = {}
 
-#: What runs the transformer: PyTorch (sentence-transformers itself), or ONNX
+#: What runs the transformer: PyTorch (sentence-transformers itself), in
+#: float32 or with the model's weights and activations in bfloat16
+#: ("torch-bf16"), or ONNX
 #: Runtime on the model exported to ONNX, in float32 or dynamically quantised
 #: to int8 weights. Names as sentence-transformers' ``backend`` ("onnx"); the
 #: int8 variant is what its ``export_dynamic_quantized_onnx_model`` makes.
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+# the backends that run sentence-transformers' own encode (no export)
+_TORCH_BACKENDS = frozenset({"torch", "torch-bf16"})
+# How a torch backend other than plain float32 computes, in the cache key:
+# bump it when the recipe changes, so that old vectors are never served.
+_RECIPES = {
+    "torch-bf16": "a copy of the model .to(torch.bfloat16); encode; vectors as float32",
+}
+# id of a loaded float32 model -> its bfloat16 copy (torch-bf16)
+_BF16_COPIES: dict[int, Any] = {}
 # Bump when the export recipe changes (opset, quantisation settings): exported
 # files and cached vectors of the old recipe are then never reused.
 _ONNX_RECIPE = {
@@ -44,26 +57,14 @@ _ONNX_RECIPE = {
     "exporter": "torch.onnx(dynamo=False)",
     "int8": "bert fusions opt_level 1, then quantize_dynamic QInt8 MatMul per-channel",
 }
-# (export file, device) -> onnxruntime.InferenceSession
-_SESSIONS: dict[tuple[str, str | None], Any] = {}
+# (export file, device, intra-op threads) -> onnxruntime.InferenceSession
+_SESSIONS: dict[tuple[str, str | None, int], Any] = {}
 _SESSIONS_LOCK = threading.Lock()
 
 
 def _check_device(device: str | None) -> None:
-    """Refuse a CUDA device on a machine without one, before any model loads.
-
-    Without this check torch fails deep inside the model's ``.to()`` with
-    "Torch not compiled with CUDA enabled" (an AssertionError).
-    """
-    if device is None or not str(device).startswith("cuda"):
-        return
-    torch = require("torch", purpose="Sentence-BERT embeddings")
-    if not torch.cuda.is_available():
-        raise ValueError(
-            f"device={device!r} was asked for, but CUDA is not available here "
-            f"(torch {torch.__version__}, torch.cuda.is_available() is False); "
-            "pass device='cpu' or device=None, or install a CUDA build of torch"
-        )
+    """Refuse a device this machine lacks, before any model loads (see ``_device``)."""
+    check_device(device, purpose="Sentence-BERT embeddings")
 
 
 def _file_versions(spec: str) -> tuple[tuple[str, int, int], ...]:
@@ -166,6 +167,14 @@ def load_sentence_transformer(
         return _MODELS[key]
 
 
+def _folder_fingerprint(folder: str) -> dict[str, str] | None:
+    """SHA-256 of each file of a saved model that its output depends on, or None."""
+    files = _sbert_model_files(folder)
+    if not files:
+        return None
+    return {os.path.relpath(f, folder).replace(os.sep, "/"): file_sha256(f) for f in files}
+
+
 def _model_fingerprint(st_model: Any) -> dict[str, str]:
     """SHA-256 of each file the loaded model's output depends on.
 
@@ -173,12 +182,82 @@ def _model_fingerprint(st_model: Any) -> dict[str, str]:
     folder cannot be found.
     """
     folder = _LOADED_FROM.get(id(st_model))
-    files = _sbert_model_files(folder) if folder is not None else []
-    if folder is not None and files:
-        return {
-            os.path.relpath(f, folder).replace(os.sep, "/"): file_sha256(f) for f in files
-        }
-    return {"loaded": _loaded_fingerprint(st_model)}
+    found = _folder_fingerprint(folder) if folder is not None else None
+    return found if found is not None else {"loaded": _loaded_fingerprint(st_model)}
+
+
+def _loaded_model(spec: str, device: str | None) -> Any:
+    """The model already loaded in this process for ``spec`` and ``device``, or None."""
+    with _MODELS_LOCK:
+        return _MODELS.get((spec, device, _file_versions(spec)))
+
+
+_TRANSFORMER, _POOLING, _NORMALIZE = "Transformer", "Pooling", "Normalize"
+# the pooling modes sentence-transformers' Pooling reads from a config saved by
+# its versions before 6 (one flag per mode; each enabled one adds a block)
+_LEGACY_POOLING_FLAGS = (
+    "pooling_mode_cls_token",
+    "pooling_mode_max_tokens",
+    "pooling_mode_mean_tokens",
+    "pooling_mode_mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens",
+    "pooling_mode_lasttoken",
+)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _saved_shape(spec: str) -> tuple[int, int] | None:
+    """(embedding size, window) of a saved model read from its files, or None.
+
+    Lets ``fit`` set ``embedding_dim_`` and ``max_seq_length_`` without loading
+    torch and the weights, so that a run whose essays are all in the embedding
+    cache never loads the model. Only for the common layout -- a Transformer,
+    a Pooling and optionally a Normalize module, with the window written in
+    ``sentence_bert_config.json``; anything else (a Dense layer, a custom
+    module, a hub name) returns None and the model is loaded to read them.
+    """
+    if not os.path.isdir(spec):
+        return None
+    root = Path(spec)
+    modules = _read_json(root / "modules.json")
+    config = _read_json(root / "sentence_bert_config.json")
+    if not isinstance(modules, list) or not isinstance(config, dict):
+        return None
+    window = config.get("max_seq_length")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        return None
+    kinds = [
+        str(m.get("type", "")).rsplit(".", 1)[-1] if isinstance(m, dict) else ""
+        for m in modules
+    ]
+    if kinds not in ([_TRANSFORMER, _POOLING], [_TRANSFORMER, _POOLING, _NORMALIZE]):
+        return None
+    sub = modules[1].get("path")
+    pooling = _read_json(root / sub / "config.json") if isinstance(sub, str) else None
+    if not isinstance(pooling, dict):
+        return None
+    width = pooling.get("embedding_dimension", pooling.get("word_embedding_dimension"))
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        return None
+    mode = pooling.get("pooling_mode")
+    if isinstance(mode, str):
+        n_modes = 1
+    elif isinstance(mode, list) and all(isinstance(m, str) for m in mode):
+        n_modes = len(mode)
+    elif mode is None:
+        flags = [pooling.get(k, False) for k in _LEGACY_POOLING_FLAGS]
+        if not all(isinstance(f, bool) for f in flags):
+            return None
+        n_modes = sum(flags)
+    else:
+        return None
+    return (width * n_modes, window) if n_modes else None
 
 
 def _onnx_input_names(st_model: Any) -> list[str]:
@@ -339,10 +418,19 @@ def _onnx_session(st_model: Any, backend: str, device: str | None) -> Any:
                 "or pass device='cpu'"
             )
         providers = ["CUDAExecutionProvider", *providers]
-    key = (str(path), device)
+    import torch
+
+    # as many threads as torch (torch.set_num_threads then sets both backends'):
+    # a comparison of the backends gives neither more cores
+    threads = torch.get_num_threads()
+    key = (str(path), device, threads)
     with _SESSIONS_LOCK:
         if key not in _SESSIONS:
-            _SESSIONS[key] = ort.InferenceSession(str(path), providers=providers)
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            _SESSIONS[key] = ort.InferenceSession(
+                str(path), sess_options=options, providers=providers
+            )
         return _SESSIONS[key]
 
 
@@ -386,6 +474,45 @@ def _onnx_encode(
     return result
 
 
+def _bf16_copy(st_model: Any) -> Any:
+    """A bfloat16 copy of a loaded model, made once per process and model."""
+    with _MODELS_LOCK:
+        key = id(st_model)
+        if key not in _BF16_COPIES:
+            import copy
+
+            import torch
+
+            # a copy: the float32 model stays as it is for the other backends
+            _BF16_COPIES[key] = copy.deepcopy(st_model).to(torch.bfloat16)
+        return _BF16_COPIES[key]
+
+
+def _torch_encode(
+    st_model: Any, texts: list[str], *, batch_size: int, normalize: bool, bf16: bool
+) -> NDArray[Any]:
+    """SentenceTransformer.encode, in float32 or on a bfloat16 copy of the model.
+
+    The bfloat16 weights, not ``torch.autocast``: measured on 300 prompt-7
+    essays (MiniLM, 2 cores) autocast ran at 1.16x float32 (it casts every
+    weight at every call), the bfloat16 copy at 1.64x, both with cosines above
+    0.9999 to the float32 vectors; torch's dynamic int8 quantisation of the
+    Linear layers ran at 1.31x with a worst cosine of 0.84. sentence-
+    transformers' pooling sums bfloat16 token embeddings in float32.
+    """
+    model = _bf16_copy(st_model) if bf16 else st_model
+    out = model.encode(
+        texts,
+        batch_size=batch_size,
+        convert_to_numpy=True,
+        normalize_embeddings=normalize,
+        show_progress_bar=False,
+    )
+    # sentence-transformers returns bfloat16 vectors as float32 already: the
+    # cast is a no-op unless a later version keeps their dtype
+    return np.asarray(out, dtype=np.float32)
+
+
 def _embedding_dim(st_model: Any) -> int:
     # sentence-transformers 6 renamed get_sentence_embedding_dimension
     for name in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
@@ -400,7 +527,10 @@ class SentenceBertEncoder(_BaseEssayEncoder):
     Calls ``SentenceTransformer.encode`` on the essays; the vectors are the ones
     sentence-transformers itself returns for the same texts and options.
     Embeddings go through the package's embedding cache, so clones of this
-    encoder (in a grid search, say) encode each distinct essay once.
+    encoder (in a grid search, say) encode each distinct essay once. The
+    model is loaded at the first essay not in the cache: ``fit`` reads the
+    vector size and window from the model's files when they state them, so a
+    run whose essays are all cached never loads torch or the weights.
 
     Parameters
     ----------
@@ -416,9 +546,15 @@ class SentenceBertEncoder(_BaseEssayEncoder):
     device : str, default=None
         Torch device (``"cpu"``, ``"cuda"``); None lets sentence-transformers choose.
         ``"cuda"`` on a machine without CUDA raises a ValueError.
-    backend : {"torch", "onnx", "onnx-int8"}, default="torch"
+    backend : {"torch", "torch-bf16", "onnx", "onnx-int8"}, default="torch"
         What runs the transformer. ``"torch"``: sentence-transformers itself
-        (the exact vectors). ``"onnx"``: ONNX Runtime on the model exported to
+        (the exact vectors). ``"torch-bf16"``: the same on a bfloat16 copy of
+        the model (weights and activations; the vectors are returned as
+        float32). Faster only on CPUs with bfloat16 instructions (AMX or
+        AVX512-BF16, as Intel Sapphire Rapids and later) and on recent GPUs;
+        elsewhere slower than ``"torch"``. Cosine to the torch vectors above
+        0.9999 on prompt-7 essays (``benchmarks/bench_encoding.py``).
+        ``"onnx"``: ONNX Runtime on the model exported to
         ONNX (float32; cosine to the torch vectors above 0.9999).
         ``"onnx-int8"``: the export with weights dynamically quantised to int8
         (smaller and, on some CPUs, faster; cosine to the torch vectors about
@@ -427,6 +563,8 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         ``data_home()/onnx/`` (never into the model's folder); it needs the
         ``onnx`` extra (``pip install "sklearn-fairaes[onnx]"``). A failed
         export raises: it never falls back to torch, whose vectors differ.
+        Each backend has its own cache entries. Another name raises a
+        ValueError at ``fit`` listing these.
     normalize_embeddings : bool, default=False
         Scale each embedding to unit length.
     long_text : {"truncate", "chunk_mean"}, default="truncate"
@@ -500,32 +638,58 @@ class SentenceBertEncoder(_BaseEssayEncoder):
             )
 
     def _load(self) -> None:
-        st_model = load_sentence_transformer(self.model, self.device)
-        self.model_path_ = resolve_sbert_model(self.model)
-        self.embedding_dim_ = _embedding_dim(st_model)
-        self.max_seq_length_ = int(st_model.max_seq_length)
-        if self.backend != "torch":
-            # at fit, not at the first transform: a missing extra or a failed
-            # export is reported before any essay is encoded
-            _onnx_session(st_model, self.backend, self.device)
+        # before anything loads: a CUDA device on a machine without one
+        _check_device(self.device)
+        if importlib.util.find_spec("sentence_transformers") is None:
+            # found without importing it (and torch): seconds saved on a run
+            # whose essays are all cached; missing, the ImportError naming the extra
+            require("sentence_transformers", purpose="Sentence-BERT embeddings")
+        spec = resolve_sbert_model(self.model)
+        self.model_path_ = spec
+        # read from the model's files when they say it, so that a run whose
+        # essays are all cached never loads torch and the weights (the model is
+        # loaded at the first essay not in the cache)
+        shape = _saved_shape(spec) if self.backend in _TORCH_BACKENDS else None
+        if shape is None:
+            st_model = load_sentence_transformer(self.model, self.device)
+            shape = (_embedding_dim(st_model), int(st_model.max_seq_length))
+            if self.backend not in _TORCH_BACKENDS:
+                # at fit, not at the first transform: a missing extra or a
+                # failed export is reported before any essay is encoded
+                _onnx_session(st_model, self.backend, self.device)
+        self.embedding_dim_, self.max_seq_length_ = shape
+
+    def _weights_fingerprint(self) -> dict[str, str]:
+        # the SHA-256 of the model's files, without loading it when they can
+        # be found; the fingerprint of a loaded model's weights otherwise
+        spec = resolve_sbert_model(self.model)
+        loaded = _loaded_model(spec, self.device)
+        if loaded is None and os.path.isdir(spec):
+            found = _folder_fingerprint(spec)
+            if found is not None:
+                return found
+        if loaded is None:
+            loaded = load_sentence_transformer(self.model, self.device)
+        return _model_fingerprint(loaded)
 
     def _identity(self) -> dict[str, Any]:
         # the model by content, not by path: a folder edited in place gets a
         # new key, and a copy of the same model on another machine the same
         # one. The batch size and the device change only the rounding (about
         # 1e-7), so they are left out: the cache serves one vector per essay.
-        st_model = load_sentence_transformer(self.model, self.device)
         identity: dict[str, Any] = {
             "encoder": "sentence-transformers",
-            # ONNX vectors differ from torch's (1e-6 in fp32, 1e-2 in int8):
-            # each backend has its own entries
+            # other backends' vectors differ from torch's (1e-6 in ONNX fp32,
+            # 1e-3 in bfloat16, 1e-2 in int8): each has its own entries
             "backend": self.backend,
         }
-        if self.backend != "torch":
+        if self.backend in _RECIPES:
+            identity["recipe"] = _RECIPES[self.backend]
+        if self.backend not in _TORCH_BACKENDS:
             identity["onnx_recipe"] = _ONNX_RECIPE
         return {
             **identity,
-            "model_files": _model_fingerprint(st_model),
+            "model_files": self._weights_fingerprint(),
             "normalize": bool(self.normalize_embeddings),
             "long_text": self.long_text,
             "max_seq_length": self.max_seq_length_,
@@ -544,13 +708,13 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         return enc["offset_mapping"]
 
     def _run(self, st_model: Any, texts: list[str], normalize: bool) -> NDArray[Any]:
-        if self.backend == "torch":
-            return st_model.encode(
+        if self.backend in _TORCH_BACKENDS:
+            return _torch_encode(
+                st_model,
                 texts,
                 batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=normalize,
-                show_progress_bar=False,
+                normalize=normalize,
+                bf16=self.backend == "torch-bf16",
             )
         session = _onnx_session(st_model, self.backend, self.device)
         return _onnx_encode(

@@ -1,0 +1,177 @@
+"""``fairaes audit --sbert-backend/--device`` and audit()'s ``sbert_backend``/``device``.
+
+Both reach every encoder the audit makes; a bad backend name or a device the
+machine lacks is refused before any work (exit 2 and no report folder from
+the command, AuditInputError from audit()). CUDA is faked away, so the
+checks run on every machine.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import require_module
+
+import sklearn_fairaes as sf
+import sklearn_fairaes.report as report_pkg
+from sklearn_fairaes.cli import main
+from sklearn_fairaes.report import AuditInputError
+from sklearn_fairaes.report._build import make_representation
+from sklearn_fairaes.text import LaserEncoder, SentenceBertEncoder
+
+
+def _essays(tmp_path, n=24):
+    demo = sf.load_demo_essays().iloc[:n]
+    path = tmp_path / "essays.csv"
+    demo[["essay_id", "essay", "score"]].to_csv(path, index=False)
+    return path
+
+
+def _args(data, out, *extra):
+    return [
+        "audit",
+        str(data),
+        "--text-col",
+        "essay",
+        "--score-col",
+        "score",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """audit() records its keyword arguments and stops (the mapping is under test)."""
+    calls: list[dict] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake(frame, **kwargs):
+        calls.append(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(report_pkg, "audit", fake)
+    return calls
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("audit() ran although an option was bad")
+
+    monkeypatch.setattr(report_pkg, "audit", forbidden)
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """A machine without CUDA, also where there is one."""
+    torch = require_module("torch", "sbert")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
+def test_backend_and_device_reach_audit(tmp_path, recorded):
+    data = _essays(tmp_path)
+    assert main(_args(data, tmp_path / "a")) == 1  # the stub's exception
+    assert recorded[-1]["sbert_backend"] == "torch"
+    assert recorded[-1]["device"] is None
+    extra = ["--sbert-backend", "torch-bf16", "--device", "cpu"]
+    assert main(_args(data, tmp_path / "b", *extra)) == 1
+    assert recorded[-1]["sbert_backend"] == "torch-bf16"
+    assert recorded[-1]["device"] == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--sbert-backend", "bf16"], "invalid choice: 'bf16' (choose from"),
+        (["--sbert-backend", "ONNX"], "'torch', 'torch-bf16', 'onnx', 'onnx-int8'"),
+        (["--device", "cuda"], "--device cuda: device='cuda' was asked for"),
+        (["--device", "cuda:0"], "CUDA is not available here"),
+        (["--device", "gpu"], "--device gpu: device='gpu' is not a torch device"),
+    ],
+)
+def test_bad_backend_or_device_refused_before_any_work(
+    tmp_path, capsys, no_compute, no_cuda, extra, fragment
+):
+    try:
+        code = main(_args(_essays(tmp_path), tmp_path / "out", *extra))
+    except SystemExit as exc:  # argparse's own refusal of a choice
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert fragment in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_make_representation_passes_backend_and_device():
+    sbert = make_representation(
+        "sbert", sbert_model="m", sbert_backend="torch-bf16", device="cpu"
+    )
+    assert isinstance(sbert, SentenceBertEncoder)
+    assert sbert.get_params()["backend"] == "torch-bf16"
+    assert sbert.get_params()["device"] == "cpu"
+    laser = make_representation("laser", sbert_model="m", device="cuda")
+    assert isinstance(laser, LaserEncoder) and laser.get_params()["device"] == "cuda"
+    default = make_representation("sbert", sbert_model="m")
+    assert default.get_params()["backend"] == "torch"
+    assert default.get_params()["device"] is None
+
+
+def _frame(n=24):
+    return sf.load_demo_essays().iloc[:n][["essay", "score"]]
+
+
+def test_audit_encoder_gets_backend_and_device(minilm, monkeypatch):
+    seen = []
+    real = SentenceBertEncoder._load
+
+    def recording(self):
+        seen.append((self.backend, self.device))
+        return real(self)
+
+    monkeypatch.setattr(SentenceBertEncoder, "_load", recording)
+    result = sf.audit(
+        _frame(),
+        text_col="essay",
+        score_col="score",
+        representations=["sbert"],
+        models=["ridge"],
+        cv=2,
+        sbert_model=minilm,
+        sbert_backend="torch-bf16",
+        device="cpu",
+        cache=False,
+    )
+    assert seen and set(seen) == {("torch-bf16", "cpu")}
+    assert "sbert" in result.meta["representations"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"sbert_backend": "bf16"}, "sbert_backend must be one of 'torch', 'torch-bf16'"),
+        ({"sbert_backend": None}, "sbert_backend must be one of"),
+        ({"device": "cuda"}, "'cuda' was asked for the audit's neural encoders"),
+    ],
+)
+def test_audit_refuses_bad_backend_or_device_before_any_work(
+    no_cuda, monkeypatch, kwargs, match
+):
+    def forbidden(self):
+        raise AssertionError("an encoder was fitted although an option was bad")
+
+    monkeypatch.setattr(SentenceBertEncoder, "_load", forbidden)
+    with pytest.raises(AuditInputError, match=match):
+        sf.audit(
+            _frame(),
+            text_col="essay",
+            score_col="score",
+            representations=["sbert"],
+            models=["ridge"],
+            cv=2,
+            **kwargs,
+        )
