@@ -1,0 +1,350 @@
+"""The review metrics' fused pass of large dense cosine problems (issue 17).
+
+On problems too large to cache, ``_review`` makes one fused pass over the
+float64 distance blocks (``_FusedReview``) instead of one pass of separate
+reducers. The tests force that path at small N (no cache, as the
+float32-screening tests of ``lipschitz_fraction`` do) and check it
+
+* bit for bit against the separate reducers on the same engine (the path of
+  small, sparse and precomputed problems), and
+* against independent references: ``pdist``/``squareform`` with a stable
+  ``argsort`` for the neighbours, explicit lists of violations, and
+  ``lipschitz_fraction`` (on its own float32-screened path) for the counts,
+
+on data with exact ties in distance (one-hot rows: every distance is exactly
+0 or 1), duplicate essays, ties at the top-k cut and at a constant, constant
+scores and scores scaled by 1e-300 and 1e300, with one and two joblib workers.
+"""
+
+import math
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist, squareform
+
+import sklearn_fairaes as sf
+from sklearn_fairaes.exceptions import UndefinedMetricWarning
+from sklearn_fairaes.metrics import _pairwise as P
+from sklearn_fairaes.metrics import _review
+from sklearn_fairaes.metrics._review import _review_all
+
+
+@pytest.fixture
+def large(monkeypatch):
+    """Every dense cosine problem is 'too large to cache': the fused path."""
+    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
+    monkeypatch.setattr(P, "_TASK_PAIRS", 3000)  # many chunks for the workers
+    calls = []
+    real = _review._FusedReview.map
+
+    def counted(self, block):
+        calls.append(block.row_start)
+        return real(self, block)
+
+    monkeypatch.setattr(_review._FusedReview, "map", counted)
+    return calls
+
+
+def separate(monkeypatch, X, y, **kw):
+    """``_review_all`` through the separate reducers, on the same engine settings."""
+    with monkeypatch.context() as m:
+        m.setattr(_review, "_fused", lambda engine: False)
+        return _review_all(X, y, **kw)
+
+
+def assert_same(a, b):
+    """Two results of ``_review_all`` are identical, bit for bit."""
+    assert sorted(a) == sorted(b)
+    for key in a:
+        x, z = a[key], b[key]
+        if key == "neighbors":
+            for p, r in zip(x, z):
+                np.testing.assert_array_equal(p, r)
+        elif key == "violations":
+            for p, r in zip(x[0], z[0]):
+                np.testing.assert_array_equal(p, r)
+            assert x[1] == z[1]
+        elif key in ("histogram", "counts"):
+            np.testing.assert_array_equal(x, z)
+        else:
+            assert x == z, key
+
+
+def one_hot(n, n_features, rs, n_dup=0):
+    """Rows that are unit vectors of the axes: all distances exactly 0 or 1."""
+    X = np.zeros((n, n_features))
+    X[np.arange(n), rs.randint(0, n_features, size=n)] = 1.0
+    return X
+
+
+@pytest.fixture
+def rs():
+    return np.random.RandomState(0)
+
+
+def gauss(rs, n=150, dim=7):
+    X = rs.normal(size=(n, dim))
+    X[7] = X[3]  # duplicates: distance 0
+    X[40] = 2.5 * X[3]  # parallel: distance 0 too
+    y = rs.randint(0, 7, size=n).astype(float)
+    return X, y
+
+
+# --------------------------------------------------------------------------
+# the fused pass equals the separate reducers
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(n_neighbors=5, top=40),
+        dict(n_neighbors=1, top=1, lipschitz_constant=0.7, constants=[0.3, 0.7, 2.0]),
+        dict(normalize="max", quantiles=(0.1, 0.5, 0.99)),
+        dict(normalize=None, top=7, lipschitz_constant=3.0),
+    ],
+)
+@pytest.mark.parametrize("block_size", [16, 37, 2048])
+def test_fused_pass_equals_the_separate_reducers(large, monkeypatch, rs, kw, block_size):
+    X, y = gauss(rs)
+    assert P.PairwiseEngine(X).screenable
+    got = _review_all(X, y, block_size=block_size, **kw)
+    assert large, "the fused pass was not used"
+    assert_same(got, separate(monkeypatch, X, y, block_size=block_size, **kw))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e300])
+@pytest.mark.parametrize("normalize", ["minmax", "max", None])
+def test_scores_of_any_scale(large, monkeypatch, rs, scale, normalize):
+    X, y = gauss(rs, n=90)
+    y = (y + rs.normal(scale=0.01, size=y.size)) * scale  # continuous, tiny or huge
+    kw = dict(block_size=20, n_neighbors=3, top=25, normalize=normalize)
+    got = _review_all(X, y, **kw)
+    assert large
+    assert_same(got, separate(monkeypatch, X, y, **kw))
+    assert all(math.isfinite(c) for c in got["quantile_constants"])
+    # the counts at the constants are lipschitz_fraction's (float32-screened)
+    for L, count in zip(_review.DEFAULT_CONSTANTS, got["counts"][1:]):
+        expected = sf.lipschitz_fraction(
+            X, y, normalize=normalize, lipschitz_constant=L, block_size=20,
+            return_counts=True,
+        )  # fmt: skip
+        assert count == expected.n_satisfied
+
+
+def test_constant_scores(large, monkeypatch, rs):
+    X, _ = gauss(rs, n=80)
+    y = np.full(80, 3.0)
+    kw = dict(block_size=16, n_neighbors=4, top=10)
+    got = _review_all(X, y, **kw)
+    assert_same(got, separate(monkeypatch, X, y, **kw))
+    n_pairs = 80 * 79 // 2
+    assert got["violations"][1] == 0 and got["violations"][0][0].size == 0
+    assert got["counts"].tolist() == [n_pairs] * 6
+    assert got["quantile_constants"] == [0.0, 0.0, 0.0]
+
+
+# --------------------------------------------------------------------------
+# exact ties everywhere: one-hot rows
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("normalize", ["minmax", None])
+def test_ties_at_the_cut_and_at_the_constants(large, monkeypatch, rs, normalize):
+    # 120 rows on 6 axes: ~20 duplicates of each (distance 0) and ~100 essays
+    # at exactly distance 1; scores 0..2 so that o = L * d exactly at L = 1, 2
+    n = 120
+    X = one_hot(n, 6, rs)
+    y = rs.randint(0, 3, size=n).astype(float)
+    kw = dict(block_size=16, n_neighbors=25, top=60, normalize=normalize,
+              constants=[0.5, 1.0, 2.0], lipschitz_constant=1.0)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got = _review_all(X, y, **kw)
+    assert large
+    assert_same(got, separate(monkeypatch, X, y, **kw))
+    # neighbours: a stable argsort of each row of pdist's matrix (exact here)
+    D = squareform(pdist(X, "cosine"))
+    assert set(np.unique(D)) == {0.0, 1.0}
+    np.fill_diagonal(D, np.inf)
+    ref = np.argsort(D, axis=1, kind="stable")[:, :25]
+    np.testing.assert_array_equal(got["neighbors"][1], ref)
+    np.testing.assert_array_equal(got["neighbors"][0], np.take_along_axis(D, ref, 1))
+    # counts at the constants: explicit loops over the pairs
+    d = pdist(X, "cosine")
+    o = pdist(y[:, None])
+    if normalize == "minmax":
+        d = (d - d.min()) / (d.max() - d.min())
+        o = (o - o.min()) / (o.max() - o.min())
+    for L, count in zip([0.5, 1.0, 2.0], got["counts"][1:]):
+        assert count == sum(1 for a, b in zip(o, d) if a <= L * b)
+    assert got["counts"][0] == np.count_nonzero(o == 0)
+    # violations: o - d, ties by the pair index (condensed order)
+    v = o - d
+    keep = np.flatnonzero(v > 0)
+    order = keep[np.lexsort((keep, -v[keep]))][:60]
+    i, j = np.triu_indices(n, 1)
+    (gv, gi, gj), count = got["violations"]
+    assert count == keep.size
+    np.testing.assert_array_equal(gv, v[order])
+    np.testing.assert_array_equal(gi, i[order])
+    np.testing.assert_array_equal(gj, j[order])
+
+
+def test_duplicates_are_nearest_and_never_satisfied(large, monkeypatch, rs):
+    X, y = gauss(rs, n=100)
+    y[7] = y[3] + 4  # a duplicate pair scored apart: an infinite constant
+    kw = dict(block_size=16, n_neighbors=2, top=5, quantiles=(0.5, 1.0))
+    got = _review_all(X, y, **kw)
+    assert_same(got, separate(monkeypatch, X, y, **kw))
+    dist, nbr = got["neighbors"]
+    assert dist[3, :2].tolist() == [0.0, 0.0] and set(nbr[3, :2]) == {7, 40}
+    (v, i, j), _ = got["violations"]
+    # the worst pair: two of the duplicates 3, 7, 40, by their whole normalised
+    # score difference (distance 0, no division)
+    assert (int(i[0]), int(j[0])) in {(3, 7), (3, 40), (7, 40)}
+    span = y.max() - y.min()
+    assert v[0] == max(abs(y[a] - y[b]) for a, b in [(3, 7), (3, 40), (7, 40)]) / span
+    assert got["histogram"][-1] >= 1  # the bin of +inf
+    assert got["quantile_constants"][1] == math.inf
+
+
+# --------------------------------------------------------------------------
+# against references on continuous data
+# --------------------------------------------------------------------------
+def test_public_functions_against_pdist(large, rs):
+    X = rs.normal(size=(200, 9))
+    y = np.round(rs.normal(10, 3, size=200))
+    c = sf.essay_consistency(X, y, n_neighbors=6, block_size=32)
+    assert large
+    D = squareform(pdist(X, "cosine"))
+    np.fill_diagonal(D, np.inf)
+    ref = np.argsort(D, axis=1, kind="stable")[:, :6]
+    np.testing.assert_array_equal(c.neighbors, ref)
+    np.testing.assert_allclose(c.distances, np.take_along_axis(D, ref, 1), atol=1e-13)
+    worst = sf.lipschitz_violations(X, y, top=30, block_size=32)
+    d = pdist(X, "cosine")
+    dn = (d - d.min()) / (d.max() - d.min())
+    o = pdist(y[:, None])
+    on = o / o.max()
+    v = on - dn
+    keep = np.flatnonzero(v > 0)
+    order = keep[np.argsort(-v[keep], kind="stable")][:30]
+    i, j = np.triu_indices(200, 1)
+    assert worst.i.tolist() == i[order].tolist() and worst.j.tolist() == j[order].tolist()
+    np.testing.assert_allclose(worst.violation, v[order], atol=1e-12)
+    assert worst.n_violations == keep.size
+    profile = sf.lipschitz_profile(X, y, constants=[0.5, 1.0], block_size=32)
+    for L, count in zip([0.5, 1.0], profile.n_satisfied):
+        assert (
+            count
+            == sf.lipschitz_fraction(
+                X, y, lipschitz_constant=L, block_size=32, return_counts=True
+            ).n_satisfied
+        )
+
+
+def test_quantiles_outside_the_guessed_windows(large, monkeypatch, rs):
+    X, y = gauss(rs, n=120)
+    y = y + rs.normal(scale=0.1, size=y.size)
+    kw = dict(block_size=16, quantiles=(0.2, 0.9, 0.95))
+    expected = separate(monkeypatch, X, y, **kw)["quantile_constants"]
+    # no window: every quantile is found by the passes after the main one
+    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
+    assert _review_all(X, y, **kw)["quantile_constants"] == expected
+    monkeypatch.undo()
+    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    # windows too full to gather: the same
+    monkeypatch.setattr(_review, "_MAX_GUESSED", 1)
+    assert _review_all(X, y, **kw)["quantile_constants"] == expected
+
+
+# --------------------------------------------------------------------------
+# parallelism
+# --------------------------------------------------------------------------
+def test_the_same_with_two_workers_and_threads(large, monkeypatch, rs):
+    X, y = gauss(rs, n=160)
+    kw = dict(block_size=16, n_neighbors=6, top=30, quantiles=(0.5, 0.9))
+    one = _review_all(X, y, n_jobs=1, **kw)
+    assert_same(one, separate(monkeypatch, X, y, n_jobs=1, **kw))
+    assert_same(one, _review_all(X, y, n_jobs=2, **kw))
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        assert_same(one, _review_all(X, y, **kw))
+
+
+# --------------------------------------------------------------------------
+# cases built to sit on the decisions' edges
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_ties_at_the_first_thresholds(large, monkeypatch, rs, k):
+    # blocks wide enough for the first threshold of each essay (the largest of
+    # k minima over groups of columns); with one-hot rows it is exactly 0 or 1,
+    # so pairs at exactly that distance decide the neighbours
+    # 300 rows on 150 axes: about 2 duplicates each, fewer than k = 3 or 6, so
+    # the nearest others include pairs at exactly distance 1, lowest first
+    X = one_hot(300, 150, rs)
+    y = rs.randint(0, 3, size=300).astype(float)
+    got = _review_all(X, y, n_neighbors=k, block_size=64)
+    assert_same(got, separate(monkeypatch, X, y, n_neighbors=k, block_size=64))
+    D = squareform(pdist(X, "cosine"))
+    np.fill_diagonal(D, np.inf)
+    ref = np.argsort(D, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(got["neighbors"][1], ref)
+
+
+@pytest.mark.parametrize("normalize", ["minmax", None])
+def test_violations_at_the_bound_of_their_bins(large, monkeypatch, rs, normalize):
+    # binary scores: every differing pair has the largest score difference, so
+    # the lower bound of the critical constant of a pair that can still enter
+    # the top violations (L * o_max / (o_max - tau)) is attained by the pairs at
+    # the running threshold tau. Rows e_a and e_a + e_(a+1) (a = 0..149) have
+    # distances 1 - 1/sqrt(2), 1/2 and 1 only, so many pairs tie at tau, in
+    # blocks that come after the first ones but hold pairs of lower index.
+    K = 150
+    X = np.zeros((2 * K, K + 1))
+    X[np.arange(K), np.arange(K)] = 1.0
+    X[K + np.arange(K), np.arange(K)] = 1.0
+    X[K + np.arange(K), np.arange(K) + 1] = 1.0
+    X = X[rs.permutation(2 * K)]
+    y = rs.randint(0, 2, size=2 * K).astype(float)
+    d = pdist(X, "cosine")
+    if normalize == "minmax":
+        d = (d - d.min()) / (d.max() - d.min())
+    v = pdist(y[:, None]) - d
+    best = v[v < 0.99].max()
+    tied = np.isclose(v, best, rtol=0, atol=1e-12)
+    n_first = np.count_nonzero(v > best + 1e-9)
+    assert tied.sum() > 30
+    for top in (1, 3, 10, 50, n_first + 1, n_first + tied.sum() // 2, 400):
+        kw = dict(block_size=32, top=int(top), normalize=normalize)
+        got = _review_all(X, y, **kw)
+        assert_same(got, separate(monkeypatch, X, y, **kw))
+        ref = np.sort(v[v > 1e-9])[::-1][:top]
+        np.testing.assert_allclose(got["violations"][0][0], ref, rtol=0, atol=1e-12)
+
+
+def test_quotients_next_to_a_bin_edge(large, monkeypatch, rs):
+    # scores that put the pairs (0, j) on a bin edge: o = fl(edge * d), so that
+    # the quotient o / d and the critical constant can fall on both sides of
+    # it; normalize=None keeps o and d as they are
+    n = 400
+    X = rs.normal(size=(n, 6))
+    engine = P.PairwiseEngine(X, block_size=n)
+    D = engine.distances(slice(0, n), slice(0, n))  # the blocks' own values
+    bins = P.KEY_SHIFT
+    edges = np.array([P.key_floor(b) for b in range(65472 - 40, 65472 + 40)])
+    y = np.zeros(n)
+    y[1:] = edges[rs.randint(0, edges.size, size=n - 1)] * D[0, 1:]
+    o, d = np.abs(y[1:] - y[0]), D[0, 1:]
+    crit = _review._critical_constants(o.copy(), d.copy())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = o / d
+    straddle = P.float_key(q, bins) != P.float_key(crit, bins)
+    assert straddle.sum() >= 3  # the case this test is about does occur
+    kw = dict(block_size=n, normalize=None, constants=list(edges[::7]), quantiles=(0.5,))
+    got = _review_all(X, y, **kw)
+    assert_same(got, separate(monkeypatch, X, y, **kw))
+    # the histogram is that of the exact constants of all pairs
+    i, j = np.triu_indices(n, 1)
+    all_crit = _review._critical_constants(np.abs(y[i] - y[j]), D[i, j].copy())
+    expected = np.bincount(P.float_key(all_crit), minlength=P.N_COARSE_KEYS)
+    np.testing.assert_array_equal(got["histogram"], expected)
