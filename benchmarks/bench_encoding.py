@@ -100,6 +100,13 @@ def main(argv=None):
         action="store_true",
         help="run only part 4, a cached re-run with and without loading the model",
     )
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="part 4's disk cache (filled first where it lacks an essay; default: a "
+        "new temporary folder)",
+    )
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not backends or backends[0] != "torch" or set(backends) - set(BACKENDS):
@@ -116,7 +123,7 @@ def main(argv=None):
         )
         return
     if args.rerun_only:
-        cached_rerun(load_essays(args.n_essays)[0], model=args.model)
+        cached_rerun(load_essays(args.n_essays)[0], model=args.model, folder=args.cache)
         return
     args.n_essays = args.n_essays or 500
 
@@ -263,7 +270,7 @@ print(time.perf_counter() - t0, X.shape[0], "torch" in sys.modules)
 """
 
 
-def cached_rerun(essays, *, model="all-MiniLM-L6-v2", repeat=3):
+def cached_rerun(essays, *, model="all-MiniLM-L6-v2", repeat=3, folder=None):
     """Part 4: a fresh process whose essays are all cached, lazy vs eager model load."""
     import json
     import subprocess
@@ -275,11 +282,12 @@ def cached_rerun(essays, *, model="all-MiniLM-L6-v2", repeat=3):
     from sklearn_fairaes.exceptions import LongTextWarning
 
     print(f"[4] {model}, {len(essays)} essays, all in a disk cache; {load_note()}")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = folder or scratch
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LongTextWarning)
             SentenceBertEncoder(model, cache=tmp).fit(essays).transform(essays)
-        texts = Path(tmp) / "essays.json"
+        texts = Path(scratch) / "essays.json"
         texts.write_text(json.dumps(essays), encoding="utf-8")
         best = {}
         for _ in range(repeat):
