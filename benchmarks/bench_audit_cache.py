@@ -6,8 +6,9 @@ starts from an empty embedding cache folder (``--cache DIR``, made here); the
 second run is the same command on the same folder, so it should encode no text.
 Each run is a fresh process (as a user runs it). The script prints the wall and
 CPU time, the peak memory and the load average of each run, the texts each one
-encoded and read from the cache (``results.json``'s ``embedding_cache``), and
-checks that the two runs' tables are equal.
+encoded and read from the cache (``results.json``'s ``embedding_cache``), the
+POS tags and paraphrases each one computed and read from the same folder
+(``result_cache``), and checks that the two runs' tables are equal.
 
 Targets (issue 18): <= 100 s cold and <= 30 s re-run on 2 cores.
 
@@ -79,10 +80,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label}:")
             log = work / f"{label}.log"
             walls.append(run_cli([*common, "--out", str(out), "--quiet"], log))
-            used = _results(out)["meta"]["embedding_cache"]
+            meta = _results(out)["meta"]
+            used = meta["embedding_cache"]
             print(
                 f"  texts encoded {used['encoded']:,}, read from the cache {used['served']:,}"
             )
+            for kind, counts in (meta.get("result_cache") or {}).items():
+                print(
+                    f"  {kind}: computed {counts['computed']:,}, read from the cache "
+                    f"{counts['read']:,}, refused {counts['refused']:,}"
+                )
             runs.append(out)
         a, b = (_results(out)["tables"] for out in runs)
         same = a == b

@@ -272,8 +272,12 @@ def audit(
         the text. A folder that cannot be written gives a
         :class:`~sklearn_fairaes.exceptions.CacheWriteWarning` before any work
         and the vectors are kept in memory. ``meta["embedding_cache"]`` counts
-        the texts encoded and those served from the cache. Transformers you
-        pass in ``representations`` keep their own ``cache``.
+        the texts encoded and those served from the cache. The POS tags
+        and the WordNet paraphrases are kept in the same folder (they are
+        deterministic; the same tags and paraphrases either way), and
+        ``meta["result_cache"]`` counts those read from it and those
+        computed. Transformers you pass in ``representations`` keep their own
+        ``cache``.
     progress : bool, default=False
         Show a tqdm progress bar.
     title : str, default=None
@@ -366,10 +370,12 @@ def audit(
     >>> res.tables["lipschitz"]["system"].tolist()
     ['engine', 'human']
     """
+    from ..features._persist import result_counts
     from ..text._cache import open_cache
     from .analyses import ORDER
 
     started = time.time()
+    results_before = result_counts()
     embedding_cache = open_cache(cache)
     settings = Settings(
         cv=cv,
@@ -426,6 +432,15 @@ def audit(
         "folder": None if embedding_cache.path is None else str(embedding_cache.path),
         "encoded": embedding_cache.misses - misses,
         "served": embedding_cache.hits - hits,
+    }
+    # the same for the POS tags and WordNet paraphrases kept in that folder
+    # (counted in this process: with n_jobs > 1 the features' workers count theirs)
+    meta["result_cache"] = {
+        kind: {
+            field: n - results_before.get(kind, {}).get(field, 0)
+            for field, n in counts.items()
+        }
+        for kind, counts in result_counts().items()
     }
     return AuditResult(tables, meta)
 
