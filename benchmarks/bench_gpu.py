@@ -18,11 +18,13 @@ runs the same steps with CPU torch (used by the tests with tiny sizes, and
 for the numpy vs torch-CPU figures), e.g.::
 
     python benchmarks/bench_gpu.py                               # on a GPU
-    nice -n 10 python benchmarks/bench_gpu.py --device cpu --n 20000 \\
+    nice -n 10 python benchmarks/bench_gpu.py --device cpu --n 0 \\
         --n-check 20000 50000 --no-encode                        # CPU torch
 
 The load average is printed with the figures: on a shared machine other
-processes slow every one of them.
+processes slow every one of them, and CPU torch most (its OpenMP threads wait
+for each other at every operation when a core is taken: ``--torch-threads 1``
+shows how much).
 """
 
 from __future__ import annotations
@@ -119,13 +121,16 @@ def encode(device: str, essays_path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
-    parser.add_argument("--n", type=int, default=1_000_000, help="essays, big run")
+    parser.add_argument("--n", type=int, default=1_000_000,
+                        help="essays of the big run (0: none)")  # fmt: skip
     parser.add_argument("--n-check", type=int, nargs="+", default=[50_000],
                         help="essays of the torch vs NumPy checks")  # fmt: skip
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=float, default=420.0,
                         help="seconds the big run may take (predicted)")  # fmt: skip
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="torch.set_num_threads for CPU torch")  # fmt: skip
     parser.add_argument("--no-encode", action="store_true")
     parser.add_argument("--essays", type=Path, default=ASAP7)
     args = parser.parse_args(argv)
@@ -140,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
     print(f"device {args.device}: {describe(torch, args.device)}; {load()}")
 
     rate = None
@@ -160,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         del X, y
 
     n = args.n
-    if rate is not None:
+    if n and rate is not None:
         predicted = n * (n - 1) / 2 / rate
         if predicted > args.budget:
             # pairs grow as n**2: the largest n whose predicted time fits
@@ -170,14 +177,15 @@ def main(argv: list[str] | None = None) -> None:
                 f"pairs/s, over --budget {args.budget:.0f} s: running N={fitted:,}"
             )
             n = fitted
-    X, y = problem(n, args.dim, args.seed + 1)
-    seconds, ok, pairs = count(X, y, "torch", args.device)
-    print(
-        f"[2] N={n:,}, d={args.dim}: exact lipschitz_fraction on {args.device} "
-        f"{seconds:.1f} s, {pairs / seconds / 1e6:.0f} M pairs/s ({pairs:.3g} pairs, "
-        f"fraction {ok / pairs:.6f}); {load()}"
-    )
-    del X, y
+    if n:
+        X, y = problem(n, args.dim, args.seed + 1)
+        seconds, ok, pairs = count(X, y, "torch", args.device)
+        print(
+            f"[2] N={n:,}, d={args.dim}: exact lipschitz_fraction on {args.device} "
+            f"{seconds:.1f} s, {pairs / seconds / 1e6:.0f} M pairs/s ({pairs:.3g} "
+            f"pairs, fraction {ok / pairs:.6f}); {load()}"
+        )
+        del X, y
     if args.no_encode:
         print("[3] encoding: skipped (--no-encode)")
     else:

@@ -25,10 +25,13 @@ TF32 in oneDNN on CPUs with AMX. :func:`ieee_float32_matmul` therefore sets
 both to IEEE around every product (``torch.backends.cuda.matmul.allow_tf32``
 reads False inside) and restores the user's settings afterwards. Products
 that underflow (or are flushed to zero by a device) change a dot product by at
-most ``n * 2**-126``, far inside the 1% slack of that bound. The elementwise
-screen is the same sequence of float32 operations as on NumPy; its margin
-assumes gradual underflow, so it is widened by ``2**-120`` here, which covers
-a device that flushes subnormal values to zero.
+most ``n * 2**-126``, far inside the 1% slack of that bound. cuBLAS's
+emulation of float32 products with bfloat16 pieces (``BF16x9``, Blackwell
+GPUs, opt-in through ``CUBLAS_EMULATION_STRATEGY``) is not covered: leave it
+off. The elementwise screen makes the float32 operations of NumPy's (one
+subtraction fused with its product, which rounds less); its margin assumes
+gradual underflow, so it is widened by ``2**-120`` here, which covers a device
+that flushes subnormal values to zero.
 """
 
 from __future__ import annotations
@@ -241,7 +244,7 @@ class TorchPairs:
             same = self.groups[r0:r1, None] == self.groups[None, c0:c1]
             keep = same if self.pairs == "within" else same.logical_not_()
             mask = keep if mask is None else keep.logical_and_(mask)
-            n_valid = int(mask.sum().item())
+            n_valid = int(torch.count_nonzero(mask).item())
         return mask, n_valid
 
     def block(self, spec: BlockSpec) -> TorchBlock:
@@ -280,7 +283,9 @@ def valid_per_row(block: TorchBlock) -> NDArray[np.int64]:
     n_rows = block.row_stop - block.row_start
     if block.mask is None:
         return np.full(n_rows, block.col_stop - block.col_start, dtype=np.int64)
-    return block.mask.sum(dim=1).cpu().numpy().astype(np.int64)
+    import torch
+
+    return torch.count_nonzero(block.mask, dim=1).cpu().numpy().astype(np.int64)
 
 
 def block_candidates(
@@ -297,7 +302,10 @@ def block_candidates(
     if block.mask is not None:
         above &= block.mask
         below &= block.mask
-    n_above, n_below = torch.stack([above.sum(), below.sum()]).tolist()
+    # count_nonzero: a bool tensor's sum() goes through int64, ten times slower
+    n_above, n_below = torch.stack(
+        [torch.count_nonzero(above), torch.count_nonzero(below)]
+    ).tolist()
     if n_above + n_below > cap:
         return None
     return block.pair_indices(above.nonzero()), block.pair_indices(below.nonzero())
@@ -323,6 +331,8 @@ def lipschitz_screen(
     the sure count of each row of the block (host int64) instead of the total
     (int).
     """
+    import torch
+
     T = block.similarities
     # a, b, c and margin are float32 numbers: as Python floats they are cast
     # back to the same float32 by each operation
@@ -333,18 +343,22 @@ def lipschitz_screen(
             z[block.row_start : block.row_stop, None]
             - z[None, block.col_start : block.col_stop]
         )
-        diff.abs_().mul_(float(c))
-        T.sub_(diff)
+        # T - c * |dz| in one operation: at most the roundings of NumPy's two
+        # (one, with a fused multiply-add)
+        T.sub_(diff.abs_(), alpha=float(c))
         del diff
     if block.mask is not None:
         T.masked_fill_(block.mask.logical_not(), -np.inf)
     sure_flags = T >= float(margin)
     sure: Any
     if per_row:
-        sure = sure_flags.sum(dim=1).cpu().numpy().astype(np.int64)
+        sure = torch.count_nonzero(sure_flags, dim=1).cpu().numpy().astype(np.int64)
     else:
-        sure = int(sure_flags.sum().item())
+        sure = int(torch.count_nonzero(sure_flags).item())
     del sure_flags
-    T.abs_()
-    undecided = block.pair_indices((T < float(margin)).nonzero())
+    close = T.abs_() < float(margin)
+    if not torch.count_nonzero(close).item():
+        empty = np.empty(0, dtype=np.int64)
+        return sure, (empty, empty)
+    undecided = block.pair_indices(close.nonzero())
     return sure, undecided
