@@ -567,3 +567,24 @@ def test_counts_equal_lipschitz_fraction_on_its_float32_screened_path(rs):
     worst = sf.lipschitz_violations(X, y, top=3)
     assert worst.n_pairs - worst.n_violations == profile.n_satisfied[1]
     _check_quantile_constant(X, y, 0.95, float(profile.quantile_constants[0]))
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "precomputed"])
+def test_review_results_equal_the_three_functions(rs, kind):
+    # the audit's one shared pass gives what the public functions give one by one
+    X = rs.normal(size=(90, 6))
+    y = rs.randint(0, 6, size=90).astype(float)
+    metric = "cosine"
+    if kind == "sparse":
+        X = sp.random(90, 40, density=0.2, format="csr", random_state=rs)
+    elif kind == "precomputed":
+        X, metric = pdist(X, "cosine"), "precomputed"
+    kw = dict(metric=metric, block_size=16)
+    ec, lv, lp = _review._review_results(X, y, n_neighbors=4, top=12, **kw)
+    ref_ec = sf.essay_consistency(X, y, n_neighbors=4, **kw)
+    ref_lv = sf.lipschitz_violations(X, y, top=12, **kw)
+    ref_lp = sf.lipschitz_profile(X, y, **kw)
+    for got, ref in [(ec, ref_ec), (lv, ref_lv), (lp, ref_lp)]:
+        assert sorted(got) == sorted(ref)
+        for key in ref:
+            np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(ref[key]))

@@ -1251,7 +1251,15 @@ def essay_consistency(
             + ("" if include_self else " (or include_self=True, which counts the essay)")
         )
     found = _review(engine, y, n_others=n_others)
-    if n_others:
+    return _consistency_result(y, found, k, bool(include_self))
+
+
+def _consistency_result(
+    y: NDArray[np.float64], found: dict[str, Any], k: int, include_self: bool
+) -> EssayConsistency:
+    """:func:`essay_consistency`'s result from the parts of :func:`_review`."""
+    n = y.shape[0]
+    if "neighbors" in found:
         dist, nbr = found["neighbors"]
     else:
         dist, nbr = np.empty((n, 0)), np.empty((n, 0), dtype=np.int64)
@@ -1275,7 +1283,7 @@ def essay_consistency(
         review_order=order,
         consistency=float(1.0 - np.mean(np.abs(gap))),
         n_neighbors=k,
-        include_self=bool(include_self),
+        include_self=include_self,
     )
 
 
@@ -1401,6 +1409,17 @@ def lipschitz_violations(
     engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
     y = _scores(y_pred, engine)
     found = _review(engine, y, top=top, normalize=normalize, lipschitz_constant=L)
+    return _violations_result(engine, y, found, L, normalize)
+
+
+def _violations_result(
+    engine: PairwiseEngine,
+    y: NDArray[np.float64],
+    found: dict[str, Any],
+    L: float,
+    normalize: Literal["minmax", "max"] | None,
+) -> LipschitzViolations:
+    """:func:`lipschitz_violations`' result from the parts of :func:`_review`."""
     (v, i, j), count = found["violations"]
     d = engine.paired_distances(i, j)
     o = np.abs(y[i] - y[j])
@@ -1501,6 +1520,31 @@ def _curve(
     return constants, cum[bins] / total
 
 
+def _check_constants(constants: ArrayLike | None) -> list[float]:
+    """The profile's constants, sorted and without repeats (None: the defaults)."""
+    given = DEFAULT_CONSTANTS if constants is None else constants
+    values = np.atleast_1d(np.asarray(given, dtype=np.float64))
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(
+            f"constants must be a non-empty 1-D list of Lipschitz constants, got {given!r}"
+        )
+    return sorted({check_real(float(c), "constants", positive=True) for c in values})
+
+
+def _check_quantiles(quantiles: ArrayLike) -> NDArray[np.float64]:
+    """The profile's quantiles as a 1-D array of shares in ``(0, 1]``."""
+    qs = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
+    if qs.ndim != 1:
+        raise ValueError(f"quantiles must be a 1-D list of shares, got {quantiles!r}")
+    for q in qs:
+        if not 0 < q <= 1:
+            raise ValueError(
+                f"quantiles must be shares of pairs in (0, 1], got {float(q)!r}; "
+                f"write 0.95 for 95%"
+            )
+    return qs
+
+
 def lipschitz_profile(
     X: ArrayLike | sp.spmatrix | sp.sparray,
     y_pred: ArrayLike,
@@ -1598,27 +1642,24 @@ def lipschitz_profile(
     [1.0, 1.2655]
     """
     normalize = _check_normalize(normalize)
-    given = DEFAULT_CONSTANTS if constants is None else constants
-    values = np.atleast_1d(np.asarray(given, dtype=np.float64))
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(
-            f"constants must be a non-empty 1-D list of Lipschitz constants, got {given!r}"
-        )
-    consts = sorted({check_real(float(c), "constants", positive=True) for c in values})
-    qs = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
-    if qs.ndim != 1:
-        raise ValueError(f"quantiles must be a 1-D list of shares, got {quantiles!r}")
-    for q in qs:
-        if not 0 < q <= 1:
-            raise ValueError(
-                f"quantiles must be shares of pairs in (0, 1], got {float(q)!r}; "
-                f"write 0.95 for 95%"
-            )
+    consts = _check_constants(constants)
+    qs = _check_quantiles(quantiles)
     engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
     y = _scores(y_pred, engine)
     found = _review(
         engine, y, constants=consts, quantiles=[float(q) for q in qs], normalize=normalize
     )
+    return _profile_result(engine, found, consts, qs, normalize)
+
+
+def _profile_result(
+    engine: PairwiseEngine,
+    found: dict[str, Any],
+    consts: Sequence[float],
+    qs: NDArray[np.float64],
+    normalize: Literal["minmax", "max"] | None,
+) -> LipschitzProfile:
+    """:func:`lipschitz_profile`'s result from the parts of :func:`_review`."""
     counts, below = found["histogram"], found["counts"]
     total = engine.n_pairs
     curve_c, curve_f = _curve(counts, total)
@@ -1677,4 +1718,52 @@ def _review_all(
         lipschitz_constant=check_real(
             lipschitz_constant, "lipschitz_constant", positive=True
         ),
+    )
+
+
+def _review_results(
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    y_pred: ArrayLike,
+    *,
+    n_neighbors: int = 10,
+    top: int = 100,
+    constants: ArrayLike | None = None,
+    quantiles: ArrayLike = (0.9, 0.95, 0.99),
+    normalize: Literal["minmax", "max"] | None = "minmax",
+    lipschitz_constant: float = 1.0,
+    metric: Metric = "cosine",
+    n_jobs: int | None = None,
+    block_size: int | None = None,
+) -> tuple[EssayConsistency, LipschitzViolations, LipschitzProfile]:
+    """The three metrics' results from one shared pass (for the audit).
+
+    Equal to ``essay_consistency(X, y_pred, n_neighbors=n_neighbors)``,
+    ``lipschitz_violations(X, y_pred, top=top, ...)`` and
+    ``lipschitz_profile(X, y_pred, constants=constants, quantiles=quantiles,
+    ...)`` called one by one (same arguments, same checks, same values), in
+    about the time of one of them: one engine, one distance-range pass and one
+    main pass.
+    """
+    normalize = _check_normalize(normalize)
+    L = check_real(lipschitz_constant, "lipschitz_constant", positive=True)
+    top = check_int(top, "top", minimum=1)
+    consts = _check_constants(constants)
+    qs = _check_quantiles(quantiles)
+    engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
+    y = _scores(y_pred, engine)
+    k = check_int(n_neighbors, "n_neighbors", minimum=1, maximum=engine.n_samples - 1)
+    found = _review(
+        engine,
+        y,
+        n_others=k,
+        top=top,
+        constants=consts,
+        quantiles=[float(q) for q in qs],
+        normalize=normalize,
+        lipschitz_constant=L,
+    )
+    return (
+        _consistency_result(y, found, k, False),
+        _violations_result(engine, y, found, L, normalize),
+        _profile_result(engine, found, consts, qs, normalize),
     )

@@ -162,7 +162,7 @@ class ReviewAnalysis(PairAnalysis):
         output : AnalysisOutput
             The tables (no ``prompt`` column), notes and warnings.
         """
-        from ...metrics import essay_consistency, lipschitz_profile, lipschitz_violations
+        from ...metrics._review import _review_results
 
         pd = require("pandas", purpose="the audit")
         settings = study.settings
@@ -191,13 +191,18 @@ class ReviewAnalysis(PairAnalysis):
             for sname, s in study.scored(rname).items():
                 s = np.asarray(s, dtype=float)
                 place = where(rname, sname)
-                ec = noting(
+                # the three metrics from one shared pass over the pairs (the
+                # values of essay_consistency, lipschitz_violations and
+                # lipschitz_profile called one by one)
+                ec, lv, lp = noting(
                     collected,
                     place,
-                    essay_consistency,
+                    _review_results,
                     pairs,
                     s,
                     n_neighbors=k,
+                    top=n_review,
+                    quantiles=QUANTILES,
                     metric=metric,
                     n_jobs=n_jobs,
                 )
@@ -243,16 +248,6 @@ class ReviewAnalysis(PairAnalysis):
                         )
                         for r, j in enumerate(neighbors.tolist(), start=1)
                     ]
-                lv = noting(
-                    collected,
-                    place,
-                    lipschitz_violations,
-                    pairs,
-                    s,
-                    top=n_review,
-                    metric=metric,
-                    n_jobs=n_jobs,
-                )
                 rows_violations += [
                     (
                         rname,
@@ -290,16 +285,6 @@ class ReviewAnalysis(PairAnalysis):
                         int(lv.n_pairs),
                         int(lv.n_violations),
                     )
-                )
-                lp = noting(
-                    collected,
-                    place,
-                    lipschitz_profile,
-                    pairs,
-                    s,
-                    quantiles=QUANTILES,
-                    metric=metric,
-                    n_jobs=n_jobs,
                 )
                 rows_constants += [
                     (rname, sname, float(q), float(c))
