@@ -665,7 +665,9 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         spec = resolve_sbert_model(self.model)
         loaded = _loaded_model(spec, self.device)
         if loaded is None and os.path.isdir(spec):
-            found = _folder_fingerprint(spec)
+            # the folder load_sentence_transformer would record for the model
+            folder = _resolved_folder(spec)
+            found = _folder_fingerprint(folder) if folder is not None else None
             if found is not None:
                 return found
         if loaded is None:
