@@ -6,7 +6,7 @@ device); the counts are exact either way. The settings are per thread, like
 scikit-learn's: :func:`set_config` changes them for the calling thread,
 :func:`config_context` for a ``with`` block, and new threads start from the
 defaults. :func:`_delayed` carries the caller's settings into joblib workers
-(threads or processes), as :func:`sklearn.utils.parallel.delayed` does for
+(threads or processes), as :class:`sklearn.utils.parallel.Parallel` does for
 scikit-learn's configuration.
 """
 
@@ -198,16 +198,22 @@ class _Configured:
             return self.function(*args, **kwargs)
 
 
-def _delayed(function: Callable[..., Any]) -> Callable[..., tuple[Any, ...]]:
-    """:func:`joblib.delayed` that carries the caller's settings into the worker.
+def _delayed(
+    function: Callable[..., Any], config: dict[str, Any] | None = None
+) -> Callable[..., tuple[Any, ...]]:
+    """:func:`joblib.delayed` that carries settings into the worker.
 
-    The settings are captured when the task is made, in the caller's thread
-    (joblib may dispatch from another thread), and set around the call in the
-    worker, whatever its backend (threads, processes, Dask).
+    ``config`` (default: the settings when ``_delayed`` is called) is set
+    around each call in the worker, whatever its backend (threads, processes,
+    Dask). Call it in the caller's thread before building the generator of
+    tasks, as scikit-learn's ``Parallel.__call__`` captures its configuration:
+    joblib may consume that generator from another thread (its dispatch
+    callbacks), whose settings are the defaults.
     """
+    captured = get_config() if config is None else dict(config)
 
     @functools.wraps(function)
     def make_task(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        return _Configured(function, get_config()), args, kwargs
+        return _Configured(function, captured), args, kwargs
 
     return make_task

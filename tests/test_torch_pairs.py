@@ -290,6 +290,29 @@ def test_torch_passes_run_on_torch_in_joblib_workers(screened):
     assert set(seen) == {"torch:cpu"} and len(seen) == len(engine._block_specs())
 
 
+class _ConfigSeen:
+    """A float64 reducer that reports the settings its worker runs under."""
+
+    def map(self, block):
+        return [sklearn_fairaes.get_config()["pair_backend"]]
+
+    def combine(self, a, b):
+        return a + b
+
+    def empty(self):
+        return []
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_engine_tasks_run_under_the_callers_settings(screened, backend):
+    X, _ = CASES["gauss"]
+    with sklearn_fairaes.config_context(pair_backend="torch"):
+        engine = P.PairwiseEngine(X, block_size=37, n_jobs=2)
+        with parallel_config(backend=backend):
+            seen = engine.map_reduce(_ConfigSeen())
+    assert seen == ["torch"] * len(engine._block_specs())
+
+
 def test_prompt7_tfidf_torch_equals_numpy(screened, asap7):
     from sklearn_fairaes import TfidfEssayVectorizer
 
@@ -380,11 +403,14 @@ def _config_in_worker():
 
 @pytest.mark.parametrize("backend", ["loky", "threading"])
 def test_settings_reach_joblib_workers(backend):
+    # 40 tasks: beyond the first pre-dispatched ones, joblib draws tasks from
+    # its callback threads, whose own settings are the defaults
     with sklearn_fairaes.config_context(pair_backend="torch"):
+        task = _config._delayed(_config_in_worker)
         with parallel_config(backend=backend, n_jobs=2):
-            carried = Parallel()(_config._delayed(_config_in_worker)() for _ in range(4))
-    assert carried == ["torch"] * 4
-    # the worker's own settings are back to what they were
+            carried = list(Parallel(return_as="generator")(task() for _ in range(40)))
+    assert carried == ["torch"] * 40
+    # the workers' own settings are back to what they were
     with parallel_config(backend=backend, n_jobs=2):
         after = Parallel()(_config._delayed(_config_in_worker)() for _ in range(4))
     assert after == ["numpy"] * 4

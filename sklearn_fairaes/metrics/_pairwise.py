@@ -1147,9 +1147,10 @@ class PairwiseEngine:
         # engine's arrays are shipped a few times only; the workers run under
         # the caller's sklearn_fairaes settings
         groups = np.array_split(np.arange(len(chunks)), min(len(chunks), 4 * n_workers))
+        # captured here: joblib may draw the tasks below from another thread
+        task = _delayed(_run_task, get_config())
         for results in Parallel(n_jobs=self.n_jobs, return_as="generator")(
-            _delayed(_run_task)(self, reducer, [chunks[k] for k in group])
-            for group in groups
+            task(self, reducer, [chunks[k] for k in group]) for group in groups
         ):
             yield from results
 
