@@ -290,6 +290,18 @@ def test_torch_passes_run_on_torch_in_joblib_workers(screened):
     assert set(seen) == {"torch:cpu"} and len(seen) == len(engine._block_specs())
 
 
+def test_engine_pickles_without_its_device_state(screened):
+    import pickle
+
+    X, y = CASES["gauss"]
+    engine = P.PairwiseEngine(X, block_size=37, backend="torch")
+    expected = engine.distance_range(screened=True)
+    assert engine._torch is not None  # made by the torch pass
+    copy = pickle.loads(pickle.dumps(engine))
+    assert copy._torch is None and copy.backend == "torch" and copy.device == "cpu"
+    assert copy.distance_range(screened=True) == expected
+
+
 class _ConfigSeen:
     """A float64 reducer that reports the settings its worker runs under."""
 
