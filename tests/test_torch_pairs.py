@@ -374,6 +374,30 @@ def test_products_run_without_tf32_and_settings_come_back(screened, monkeypatch)
         assert TP._matmul_precisions(torch) in (before, ("ieee", "ieee"))
 
 
+def test_counter_without_settler_returns_the_undecided_pairs(screened):
+    # a reducer made without settle= (as other passes may make it) keeps the
+    # undecided pairs for the caller on torch too; settled, they give the count
+    from sklearn_fairaes.metrics import _individual as I
+
+    X, y = CASES["small-int"]
+    y = np.asarray(y, dtype=float)
+    totals = {}
+    for backend in ("numpy", "torch"):
+        engine = P.PairwiseEngine(X, block_size=37, backend=backend)
+        lo, hi, _ = engine.distance_range(screened=True)
+        d_scaling = I._scaling(lo, hi, "minmax", "distance")
+        o_scaling = I._scaling(*I._outcome_range(y), "minmax", "score difference")
+        a, b, c, margin = I._screening_coefficients(engine, y, d_scaling, o_scaling, 1.0, 0)
+        sure, n_eval, i, j, overflow = engine.map_reduce(
+            I._ScreenedLipschitzCounter(y, a, b, c, margin)
+        )
+        assert not overflow and i.size > 0  # ties: some pairs are undecided
+        ok = I._settle(engine, y, i, j, d_scaling, o_scaling, 1.0)
+        totals[backend] = (sure + int(np.count_nonzero(ok)), n_eval)
+    expected = lipschitz_fraction(X, y, block_size=37, return_counts=True)
+    assert totals["torch"] == totals["numpy"] == (expected.n_satisfied, expected.n_pairs)
+
+
 def test_torch_margin_covers_the_numpy_margin():
     from sklearn_fairaes.metrics._individual import _ScreenedLipschitzCounter
 
