@@ -175,3 +175,22 @@ def test_audit_refuses_bad_backend_or_device_before_any_work(
             cv=2,
             **kwargs,
         )
+
+
+def test_cache_info_shows_no_vector_size_for_packed_results(tmp_path, capsys):
+    from sklearn_fairaes.features._persist import ResultStore
+    from sklearn_fairaes.text import EmbeddingCache
+
+    cache = EmbeddingCache(tmp_path)
+    ResultStore(
+        cache, "lengths", {"n": 1}, {"encoder": "Lengths", "model": "-"}, lambda t, v: True
+    ).put("an essay", [1, 2, 3])
+    EmbeddingCache(tmp_path).get_or_compute(
+        {"encoder": "toy"}, ["an essay"], lambda texts: [[1.0, 2.0]], about={"dim": 2}
+    )
+    assert main(["cache", "info", "--cache", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    packed = [line for line in lines if "backend packed-json" in line]
+    assert len(packed) == 1 and "dim -)" in packed[0], lines
+    vectors = [line for line in lines if "Lengths" not in line and "dim 2)" in line]
+    assert len(vectors) == 1, lines
