@@ -1,5 +1,6 @@
-"""Tag and paraphrase once across runs (issue 18): POS tags and WordNet paraphrase
-edits kept in the on-disk embedding cache's folder.
+"""Tag and paraphrase once across runs (issue 18): POS tags, the interpretable
+features' per-essay counts and WordNet paraphrase edits kept in the on-disk
+embedding cache's folder.
 
 A second process reading a filled folder tags no essay and paraphrases none
 (counted at ``_pos._run_tagger`` and ``WordNetParaphraser._compute``, the one
@@ -106,10 +107,18 @@ def paraphrased(monkeypatch):
     return seen
 
 
-def _features(folder, essays, label):
+def unknown_teh(words):
+    """A custom spell checker: the per-essay counts are then not stored, the tags are."""
+    return [w for w in words if w.lower() == "teh"]
+
+
+def _features(folder, essays, label, spelling="pyspellchecker"):
     texts, y = essays
     feats = InterpretableFeatures(
-        features=["word_count", "good_pos_ngrams"], pos_tagger=label, cache=folder
+        features=["word_count", "spelling_errors", "good_pos_ngrams"],
+        pos_tagger=label,
+        spelling=spelling,
+        cache=folder,
     )
     return feats.fit_transform(texts, y)
 
@@ -161,32 +170,43 @@ from sklearn_fairaes.features import InterpretableFeatures, _pos
 from sklearn_fairaes.features._persist import result_counts
 from sklearn_fairaes.paraphrase import WordNetParaphraser
 
-folder = sys.argv[1]
+from sklearn_fairaes.features import _interpretable
+
+folder, spelling = sys.argv[1], sys.argv[2]
+def unknown_teh(words):
+    return [w for w in words if w.lower() == "teh"]
 demo = load_demo_essays().iloc[:{n}]
 texts, y = demo["essay"].tolist(), demo["score"].to_numpy(dtype=float)
-seen = [0, 0]
+seen = [0, 0, 0]
 real_tag, real_para = _pos._run_tagger, WordNetParaphraser._compute
+real_tok = _interpretable.tokenize_essay
 def tag(batch, label):
     seen[0] += len(batch)
     return real_tag(batch, label)
 def para(self, batch, base, stop):
     seen[1] += len(batch)
     return real_para(self, batch, base, stop)
+def tok(text):
+    seen[2] += 1
+    return real_tok(text)
 _pos._run_tagger, WordNetParaphraser._compute = tag, para
-feats = InterpretableFeatures(features=["word_count", "good_pos_ngrams"],
-                              pos_tagger="{label}", cache=folder)
+_interpretable.tokenize_essay = tok
+feats = InterpretableFeatures(features=["word_count", "spelling_errors", "good_pos_ngrams"],
+                              pos_tagger="{label}", cache=folder,
+                              spelling=unknown_teh if spelling == "custom" else spelling)
 X = feats.fit_transform(texts, y)
 texts_out, edits = WordNetParaphraser(random_state=0, pos_tagger="{label}",
                                       cache=folder).fit(texts).paraphrase_with_edits(texts)
-json.dump({{"tagged": seen[0], "paraphrased": seen[1], "counts": result_counts(),
+json.dump({{"tagged": seen[0], "paraphrased": seen[1], "tokenized": seen[2],
+           "counts": result_counts(),
            "X": X.tolist(), "good": feats.good_pos_ngrams_, "paraphrases": texts_out,
            "edits": [[list(e) for e in es] for es in edits]}}, sys.stdout)
 """
 
 
-def _run(folder: Path, label: str) -> dict:
+def _run(folder: Path, label: str, spelling: str = "pyspellchecker") -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(n=N, label=label), str(folder)],
+        [sys.executable, "-c", SCRIPT.format(n=N, label=label), str(folder), spelling],
         capture_output=True,
         text=True,
         timeout=300,
@@ -195,19 +215,31 @@ def _run(folder: Path, label: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.parametrize(
+    "spelling, kept",
+    [
+        # every feature storable: the per-essay counts and tags in one entry
+        ("pyspellchecker", "essay_features"),
+        # a custom checker may change between runs: only the tags are kept
+        ("custom", "pos_tags"),
+    ],
+)
 def test_a_second_process_tags_and_paraphrases_nothing(
-    spacy_label, wordnet, essays, tmp_path, fresh
+    spacy_label, wordnet, essays, tmp_path, fresh, spelling, kept
 ):
     folder = tmp_path / "cache"
-    first = _run(folder, spacy_label)
-    assert first["tagged"] == N and first["paraphrased"] == N
-    assert first["counts"]["pos_tags"] == {"read": 0, "computed": N, "refused": 0}
+    first = _run(folder, spacy_label, spelling)
+    assert first["tagged"] == N and first["paraphrased"] == N and first["tokenized"] == N
+    assert set(first["counts"]) == {kept, "paraphrases"}
+    assert first["counts"][kept] == {"read": 0, "computed": N, "refused": 0}
     assert first["counts"]["paraphrases"] == {"read": 0, "computed": N, "refused": 0}
     assert len(_entries(folder)) == 2 * N
 
-    second = _run(folder, spacy_label)
+    second = _run(folder, spacy_label, spelling)
     assert second["tagged"] == 0 and second["paraphrased"] == 0
-    assert second["counts"]["pos_tags"] == {"read": N, "computed": 0, "refused": 0}
+    # the stored counts need no tokens; the stored tags are found by them
+    assert second["tokenized"] == (0 if kept == "essay_features" else N)
+    assert second["counts"][kept] == {"read": N, "computed": 0, "refused": 0}
     assert second["counts"]["paraphrases"] == {"read": N, "computed": 0, "refused": 0}
     assert len(_entries(folder)) == 2 * N
 
@@ -215,7 +247,10 @@ def test_a_second_process_tags_and_paraphrases_nothing(
     texts, y = essays
     with _pos.tag_memo_disabled():
         feats = InterpretableFeatures(
-            features=["word_count", "good_pos_ngrams"], pos_tagger=spacy_label, cache=None
+            features=["word_count", "spelling_errors", "good_pos_ngrams"],
+            pos_tagger=spacy_label,
+            spelling=unknown_teh if spelling == "custom" else spelling,
+            cache=None,
         )
         X = feats.fit_transform(texts, y)
         para = WordNetParaphraser(random_state=0, pos_tagger=spacy_label)
@@ -338,9 +373,7 @@ def test_a_folder_refusing_writes_warns_once_and_the_results_stay_right(
     assert _entries(folder) == []
     monkeypatch.undo()
     with _pos.tag_memo_disabled():
-        ref = InterpretableFeatures(
-            features=["word_count", "good_pos_ngrams"], pos_tagger=spacy_label, cache=None
-        ).fit_transform(*essays)
+        ref = _features(None, essays, spacy_label)
         ref_out = (
             WordNetParaphraser(random_state=0, pos_tagger=spacy_label)
             .fit(texts)
@@ -478,7 +511,7 @@ def test_the_wordnet_identity_is_its_files(wordnet, monkeypatch, tmp_path):
 
 
 def test_cache_info_and_clear_count_and_remove_the_entries(
-    spacy_label, wordnet, essays, tmp_path, fresh, capsys
+    spacy_label, wordnet, essays, tmp_path, fresh, capsys, monkeypatch
 ):
     folder = tmp_path / "cache"
     texts, _ = essays
@@ -489,10 +522,17 @@ def test_cache_info_and_clear_count_and_remove_the_entries(
     (folder / "notes.txt").write_text("mine")
     info = EmbeddingCache(folder).info()
     kinds = {e["encoder"]: e["entries"] for e in info["encoders"]}
-    assert kinds == {"POS tags": N, "WordNetParaphraser": N}
+    assert kinds == {"InterpretableFeatures": N, "WordNetParaphraser": N}
+    _as_new_process(monkeypatch)
+    _features(folder, essays, spacy_label, spelling=unknown_teh)  # the tags alone
+    info = EmbeddingCache(folder).info()
+    assert {e["encoder"]: e["entries"] for e in info["encoders"]} == {
+        **kinds,
+        "POS tags": N,
+    }
     assert main(["cache", "info", "--cache", str(folder)]) == 0
     shown = capsys.readouterr().out
-    assert f"{2 * N} entries" in shown and "POS tags" in shown
+    assert f"{3 * N} entries" in shown and "POS tags" in shown
     assert main(["cache", "clear", "--cache", str(folder)]) == 0
     assert _entries(folder) == []
     assert sorted(p.name for p in folder.iterdir()) == ["CACHEDIR.TAG", "notes.txt"]
@@ -521,26 +561,68 @@ def test_a_rerun_of_the_audit_tags_and_paraphrases_nothing(
     folder = tmp_path / "cache"
     first = audit(data, cache=folder, **kw)
     n = data["essay"].nunique()
-    assert first.meta["result_cache"]["pos_tags"]["computed"] == n
+    assert first.meta["result_cache"]["essay_features"]["computed"] == n
     assert first.meta["result_cache"]["paraphrases"]["computed"] == n
     assert tagged[0] == n and paraphrased[0] == n
     _as_new_process(monkeypatch)
     second = audit(data, cache=folder, **kw)
-    assert second.meta["result_cache"]["pos_tags"] == {
-        "read": n,
-        "computed": 0,
-        "refused": 0,
-    }
-    assert second.meta["result_cache"]["paraphrases"] == {
-        "read": n,
-        "computed": 0,
-        "refused": 0,
-    }
+    for kind in ("essay_features", "paraphrases"):
+        assert second.meta["result_cache"][kind] == {
+            "read": n,
+            "computed": 0,
+            "refused": 0,
+        }
     assert tagged[0] == n and paraphrased[0] == n  # nothing more
     _as_new_process(monkeypatch)
     without = audit(data, cache=False, **kw)  # the reference: nothing stored or read
-    assert without.meta["result_cache"].get("pos_tags", {}).get("read", 0) == 0
+    assert all(c["read"] == 0 for c in without.meta["result_cache"].values())
     assert set(first.tables) == set(second.tables) == set(without.tables)
     for name, table in without.tables.items():
         assert_frame_equal(first.tables[name], table, check_exact=True, obj=name)
         assert_frame_equal(second.tables[name], table, check_exact=True, obj=name)
+
+
+def test_the_counts_key_follows_the_prompt_and_the_features(
+    essays, tmp_path, fresh, monkeypatch
+):
+    from sklearn_fairaes.features import _interpretable
+
+    seen = [0]
+    real = _interpretable.tokenize_essay
+
+    def counting(text):
+        seen[0] += 1
+        return real(text)
+
+    monkeypatch.setattr(_interpretable, "tokenize_essay", counting)
+    folder = tmp_path / "cache"
+    texts, y = essays
+
+    def run(prompt, features, cache=folder):
+        feats = InterpretableFeatures(prompt=prompt, features=features, cache=cache)
+        return feats.fit_transform(texts, y)
+
+    plain = ["word_count", "unique_words", "prompt_overlap"]
+    first = run("Write about patience and waiting.", plain)
+    assert seen[0] == N
+    np.testing.assert_array_equal(run("Write about patience and waiting.", plain), first)
+    assert seen[0] == N  # read back, not tokenized
+    # another prompt, other features: other keys, computed, equal to no cache
+    for i, (prompt, features) in enumerate(
+        [
+            ("Write about a car.", plain),
+            ("Write about patience and waiting.", ["word_count", "punctuation_count"]),
+        ],
+        start=2,
+    ):
+        got = run(prompt, features)
+        assert seen[0] == i * N
+        np.testing.assert_array_equal(got, run(prompt, features, cache=None))
+        seen[0] -= N  # the uncached reference tokenized them too
+    # prompt_similarity_bow depends on its analyzer: never stored
+    before = len(_entries(folder))
+    bow = ["word_count", "prompt_similarity_bow"]
+    run("Write about patience.", bow)
+    run("Write about patience.", bow)
+    assert len(_entries(folder)) == before
+    assert seen[0] == 3 * N + 2 * N

@@ -113,8 +113,9 @@ class _Plan:
     # In a worker process: also return the tags and their memo keys, for the
     # parent to file in its own tag memo (tag once across processes).
     share_tags: bool
-    # The on-disk cache whose folder keeps the tags across runs (None: none);
-    # it pickles as its folder, so workers read and fill the same one.
+    # The on-disk cache whose folder keeps the tags and the per-essay counts
+    # across runs (None: none); it pickles as its folder, so workers read and
+    # fill the same one.
     tag_store: EmbeddingCache | None
 
     def __init__(self, **kw: Any) -> None:
@@ -124,14 +125,144 @@ class _Plan:
         self.__dict__.update(kw)
 
 
+# Per-essay values that depend on the essay and on the plan's identity only
+# (not on what fit learns from the scores): what the analysis store keeps.
+_ALWAYS = ("answer_length", "word_count", "avg_word_length")
+_STORABLE = frozenset(
+    {
+        *_ALWAYS,
+        "unique_words",
+        "punctuation_count",
+        "prompt_overlap",
+        "prompt_overlap_synonyms",
+        "spelling_errors",
+        "good_pos_ngrams",  # kept as the essay's tags; the share needs fit's n-grams
+    }
+)
+
+
+def _sha256_words(words: Iterable[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(sorted(words)).encode("utf-8")).hexdigest()
+
+
+def _analysis_store(plan: _Plan) -> Any:
+    """The on-disk store of the plan's per-essay values, or None when not kept.
+
+    Kept when the plan has an on-disk cache, the tag memo is on, and every
+    needed feature is storable with an identifiable backend: pyspellchecker
+    for ``spelling_errors`` (a custom checker may change between runs), a
+    built-in tagger for ``good_pos_ngrams``; ``prompt_similarity_bow`` (its
+    analyzer) is not. The key holds the features, the prompt's words and
+    synonyms (their SHA-256), the backends' identities and this code.
+    """
+    if plan.tag_store is None or not plan.memo or not plan.needed <= _STORABLE:
+        return None
+    from ._persist import ResultStore, source_digest
+    from ._pos import tagger_identity
+    from ._spelling import spell_checker_identity
+
+    identity: dict[str, Any] = {"features": sorted(plan.needed | set(_ALWAYS))}
+    if "prompt_overlap" in plan.needed:
+        identity["prompt_words"] = _sha256_words(plan.prompt_words)
+    if "prompt_overlap_synonyms" in plan.needed:
+        identity["prompt_synonyms"] = _sha256_words(plan.synonyms)
+    if "spelling_errors" in plan.needed:
+        identity["spelling"] = spell_checker_identity(plan.spelling)
+        if identity["spelling"] is None:
+            return None
+    if "good_pos_ngrams" in plan.needed:
+        identity["tagger"] = tagger_identity(cast("str | _PosTagger", plan.pos_tagger))
+        if identity["tagger"] is None:
+            return None
+    identity["code"] = source_digest(
+        "features._interpretable",
+        "features._tokenize",
+        "features._spelling",
+        "features._pos",
+    )
+    columns = sorted((plan.needed - {"good_pos_ngrams"}) | set(_ALWAYS))
+    with_tags = "good_pos_ngrams" in plan.needed
+
+    def check(text: str, value: Any) -> bool:
+        if not isinstance(value, dict):
+            return False
+        if sorted(value) != sorted([*columns, "tags"] if with_tags else columns):
+            return False
+        if not all(isinstance(value[c], float) for c in columns):
+            return False
+        tags = value.get("tags", [])
+        return isinstance(tags, list) and all(isinstance(t, str) for t in tags)
+
+    return ResultStore(
+        plan.tag_store,
+        "essay_features",
+        identity,
+        {"encoder": "InterpretableFeatures", "model": "per-essay counts and tags"},
+        check,
+    )
+
+
 def _analyse_chunk(texts: Sequence[str], plan: _Plan) -> dict[str, list[Any]]:
     """Per-essay counts for a chunk; runs in joblib workers.
 
     Returns a dict of lists (one entry per essay); ``tags`` when the good
     n-grams are still to be learned or ``plan.share_tags`` is set, and then
-    ``pos_keys`` too (their tag-memo keys) when the backend is memoised.
+    ``pos_keys`` too (their tag-memo keys, None for an essay read from the
+    analysis store) when the backend is memoised. With an on-disk cache, the
+    per-essay values are read from it when kept by an earlier run (no
+    tokenizing, tagging or spell-checking), else computed and kept.
     """
-    from ._pos import good_ngram_share, memo_keys, tag_essays, tag_memo_disabled
+    from ._pos import good_ngram_share
+
+    store = _analysis_store(plan)
+    if store is None:
+        out, tags, keys = _count_chunk(texts, plan, plan.tag_store)
+    else:
+        stored: list[Any] = [store.get(t) for t in texts]
+        todo = [i for i, value in enumerate(stored) if value is None]
+        # the tags go into the analysis entries; keeping them a second time in
+        # the tag store would cost a file per essay on the first run
+        made, made_tags, made_keys = _count_chunk([texts[i] for i in todo], plan, None)
+        keys_at: dict[int, Any] = {}
+        for j, i in enumerate(todo):
+            entry = {name: values[j] for name, values in made.items()}
+            if made_tags is not None:
+                entry["tags"] = made_tags[j]
+            if made_keys is not None:
+                keys_at[i] = made_keys[j]
+            store.put(texts[i], entry)
+            stored[i] = entry
+        names = sorted((plan.needed - {"good_pos_ngrams"}) | set(_ALWAYS))
+        out = {name: [entry[name] for entry in stored] for name in names}
+        with_tags = "good_pos_ngrams" in plan.needed
+        tags = [entry["tags"] for entry in stored] if with_tags else None
+        keys = (
+            [keys_at.get(i) for i in range(len(texts))]
+            if with_tags and plan.share_tags and plan.memo
+            else None
+        )
+    if tags is not None:
+        if plan.good is None or keys is not None:
+            out["tags"] = tags
+        if keys is not None:
+            out["pos_keys"] = keys
+        if plan.good is not None:
+            out["good_pos_ngrams"] = [good_ngram_share(t, plan.good) for t in tags]
+    return out
+
+
+def _count_chunk(
+    texts: Sequence[str], plan: _Plan, tag_store: EmbeddingCache | None
+) -> tuple[dict[str, list[Any]], list[list[str]] | None, list[Any] | None]:
+    """The per-essay values of ``texts`` (no good n-gram share), their tags and memo keys.
+
+    Tags are None unless ``good_pos_ngrams`` is needed (read from and kept in
+    ``tag_store`` when given); memo keys are None unless tags are and
+    ``plan.share_tags`` is set (and the memo is on).
+    """
+    from ._pos import memo_keys, tag_essays, tag_memo_disabled
     from ._spelling import count_spelling_errors
 
     toks = [tokenize_essay(t) for t in texts]
@@ -177,19 +308,15 @@ def _analyse_chunk(texts: Sequence[str], plan: _Plan) -> dict[str, list[Any]]:
             dot = sum(c * prompt_bow.get(term, 0) for term, c in term_counts.items())
             sims.append(dot / (e_norm * p_norm))
         out["prompt_similarity_bow"] = sims
+    tags: list[list[str]] | None = None
+    keys: list[Any] | None = None
     if "good_pos_ngrams" in plan.needed:
         # resolved in fit whenever good_pos_ngrams is needed
         tagger = cast("str | _PosTagger", plan.pos_tagger)
         with contextlib.nullcontext() if plan.memo else tag_memo_disabled():
-            tags = tag_essays(toks, tagger, store=plan.tag_store)
+            tags = tag_essays(toks, tagger, store=tag_store)
             keys = memo_keys(toks, tagger) if plan.share_tags else None
-        if plan.good is None or keys is not None:
-            out["tags"] = tags
-        if keys is not None:
-            out["pos_keys"] = keys
-        if plan.good is not None:
-            out["good_pos_ngrams"] = [good_ngram_share(t, plan.good) for t in tags]
-    return out
+    return out, tags, keys
 
 
 def _progress_bar(enabled: bool, total: int, desc: str) -> Any:
@@ -307,10 +434,15 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         :class:`~sklearn_fairaes.SentenceBertEncoder`'s ``cache``: True the
         process-wide in-memory cache, a folder that on-disk cache (shared
         across runs), None or False none. An on-disk cache (a folder, or an
-        :class:`~sklearn_fairaes.text.EmbeddingCache` with one) also keeps
-        the POS tags of ``good_pos_ngrams`` across runs, keyed by the tagger's
-        weights and the essay's tokens, so that a second run tags nothing
-        (the tags, and so the features, are the same).
+        :class:`~sklearn_fairaes.text.EmbeddingCache` with one) also keeps,
+        per essay, what the features are computed from -- the counts and the
+        POS tags -- across runs, so that a second run neither tokenizes, tags
+        nor spell-checks an essay it has seen (the features are the same).
+        The key holds the essay's text, the selected features, the prompt's
+        words (and synonyms), the spell checker's word list and the tagger's
+        weights (SHA-256) and this code. With a custom spell checker or
+        ``prompt_similarity_bow`` only the tags are kept (keyed by the
+        essay's tokens).
 
     Attributes
     ----------
@@ -356,8 +488,8 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     :class:`~sklearn_fairaes.WordNetParaphraser` and
     :class:`~sklearn_fairaes.perturb.SynonymParaphrase` (tags made in
     ``n_jobs`` worker processes are handed back to it). The tags are the same with or without it; see
-    ``sklearn_fairaes.features._pos``. With an on-disk ``cache`` they are also
-    kept across runs.
+    ``sklearn_fairaes.features._pos``. With an on-disk ``cache`` they, and
+    the per-essay counts, are also kept across runs (see ``cache``).
 
     Examples
     --------
@@ -723,7 +855,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             pos_tagger=self._tagger,
             good=good,
             memo=_pos._MEMO_ENABLED,
-            tag_store=persistent_cache(self.cache) if "good_pos_ngrams" in chosen else None,
+            tag_store=persistent_cache(self.cache),
         )
 
     def _analyse(self, essays: list[str], plan: _Plan) -> dict[str, list[Any]]:

@@ -527,12 +527,17 @@ def memo_keys(
     return [(backend, _essay_digest(e)) for e in essays]
 
 
-def remember_tags(keys: Sequence[_MemoKey], tags: Sequence[Sequence[str]]) -> None:
-    """File tags made elsewhere (a worker process) in this process's tag memo."""
+def remember_tags(keys: Sequence[_MemoKey | None], tags: Sequence[Sequence[str]]) -> None:
+    """File tags made elsewhere (a worker process) in this process's tag memo.
+
+    A None key (tags read from an on-disk store, whose essay was not
+    tokenized) is skipped.
+    """
     if not _MEMO_ENABLED:
         return
     for key, essay_tags in zip(keys, tags):
-        _TAG_MEMO.put(key, essay_tags)
+        if key is not None:
+            _TAG_MEMO.put(key, essay_tags)
 
 
 def tag_essays(

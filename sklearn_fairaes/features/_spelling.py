@@ -25,7 +25,12 @@ from typing import Any
 from ..resources import require
 from ._tokenize import PLACEHOLDER_PATTERN
 
-__all__ = ["count_spelling_errors", "describe_spell_checker", "spelling_parts"]
+__all__ = [
+    "count_spelling_errors",
+    "describe_spell_checker",
+    "spell_checker_identity",
+    "spelling_parts",
+]
 
 _PART = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
 _DIGIT = re.compile(r"\d")
@@ -76,6 +81,39 @@ def describe_spell_checker(spelling: object) -> str | None:
         f"spelling must be 'pyspellchecker', an object with an unknown(words) method, "
         f"a callable words -> unknown words, or None; got a {type(spelling).__name__}"
     )
+
+
+def spell_checker_identity(spelling: object) -> dict[str, Any] | None:
+    """What pyspellchecker's verdicts depend on: its version and English word list (SHA-256).
+
+    For keys of results kept across runs; None for another checker (an object
+    or a callable may change between runs), or when the files cannot be read.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._spelling import spell_checker_identity
+    >>> spell_checker_identity(lambda words: []) is None
+    True
+    """
+    if spelling != "pyspellchecker":
+        return None
+    import importlib.metadata
+    import importlib.util
+    from pathlib import Path
+
+    from ._persist import file_digests
+
+    try:
+        spec = importlib.util.find_spec("spellchecker")
+        if spec is None or spec.origin is None:
+            return None
+        return {
+            "checker": "pyspellchecker",
+            "version": importlib.metadata.version("pyspellchecker"),
+            "files": file_digests(Path(spec.origin).parent / "resources", ["en.json.gz"]),
+        }
+    except (OSError, ValueError, importlib.metadata.PackageNotFoundError):
+        return None
 
 
 def _pyspellchecker() -> Any:
