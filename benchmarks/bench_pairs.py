@@ -21,7 +21,9 @@ Measured in one run:
    from their one shared pass (``_review._review_all``) against
    ``lipschitz_fraction`` alone (target <= 1.5x), one run each, with peak
    memory; the three public functions called one after the other are timed
-   as well (each makes its own passes).
+   as well (each makes its own passes). ``--review-phases`` runs the shared
+   pass once more with each of its phases timed (the range pass, the engine's
+   blocks, the fused pass's parts), for when the target is missed.
 
 Peak memory is measured with :mod:`tracemalloc` (every numpy array is traced;
 OpenBLAS's own work buffers, a few tens of MB, are not). Timings are the best
@@ -34,11 +36,14 @@ Usage::
     python benchmarks/bench_pairs.py --n-naive 2000 --n-large 5000   # quick (CI)
     python benchmarks/bench_pairs.py --skip-large --skip-naive       # ASAP only
     python benchmarks/bench_pairs.py --only-review --n-review 20000  # issue 17 only
+    python benchmarks/bench_pairs.py --only-review --review-together-only --review-phases
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import os
 import time
 import tracemalloc
@@ -167,7 +172,51 @@ def bench_large(n, dim, repeat, block_size, n_jobs):
           f"{t_ours / t_bare32:.2f}x (two float32 passes + exact checks)")  # fmt: skip
 
 
-def bench_review(n, dim, block_size, n_jobs, separate=True):
+@contextlib.contextmanager
+def timing_phases():
+    """Time the phases of ``_review_all`` (the methods below), in a dict of seconds."""
+    from sklearn_fairaes.metrics import _pairwise as P
+    from sklearn_fairaes.metrics import _review as R
+
+    totals = collections.defaultdict(float)
+    patched = []
+
+    def wrap(owner, name, label):
+        real = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                key = label(args, kwargs) if callable(label) else label
+                totals[key] += time.perf_counter() - t
+
+        patched.append((owner, name, real))
+        setattr(owner, name, timed)
+
+    def block_kind(args, kwargs):
+        kind = args[2] if len(args) > 2 else kwargs.get("kind", "distance")
+        return f"engine: {kind} blocks"
+
+    wrap(P.PairwiseEngine, "distance_range", "distance-range pass (float32 screened)")
+    wrap(R, "_guess_windows", "quantile windows guessed (sampled pairs)")
+    wrap(P.PairwiseEngine, "_make_block", block_kind)
+    wrap(R._FusedReview, "_map_neighbors", "fused pass: neighbours")
+    wrap(
+        R._FusedReview,
+        "_map_lipschitz",
+        "fused pass: histogram, counts, violations, windows",
+    )
+    wrap(R._FusedReview, "combine", "fused pass: combining partial results")
+    try:
+        yield totals
+    finally:
+        for owner, name, real in reversed(patched):
+            setattr(owner, name, real)
+
+
+def bench_review(n, dim, block_size, n_jobs, separate=True, phases=False):
     from sklearn_fairaes.metrics._individual import lipschitz_fraction
     from sklearn_fairaes.metrics._review import (
         _review_all,
@@ -195,6 +244,15 @@ def bench_review(n, dim, block_size, n_jobs, separate=True):
     print(f"    Lipschitz count at L=1: {n_ok:,} (lipschitz_fraction: {res.n_satisfied:,}; "
           f"equal: {n_ok == res.n_satisfied}); violations {out['violations'][1]:,}; "
           f"95% constant {out['quantile_constants'][1]:.4f}")  # fmt: skip
+    if phases:
+        with timing_phases() as totals:
+            t0 = time.perf_counter()
+            _review_all(X, y, n_neighbors=10, top=100, **kw)
+            t_timed = time.perf_counter() - t0
+        print(f"    where the time of the shared pass goes (a second run, {t_timed:.2f} s; "
+              f"the range pass includes its float32 blocks):")  # fmt: skip
+        for key, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
+            print(f"        {key:52s} {seconds:7.2f} s")
     if separate:
         t0 = time.perf_counter()
         essay_consistency(X, y, n_neighbors=10, **kw)
@@ -328,6 +386,11 @@ def main(argv=None):
         action="store_true",
         help="in [4], time only the shared pass (not the three functions one by one)",
     )
+    parser.add_argument(
+        "--review-phases",
+        action="store_true",
+        help="in [4], run the shared pass once more and print where its time goes",
+    )
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     if args.only_review:
@@ -341,7 +404,8 @@ def main(argv=None):
         bench_asap(args.repeat)
     if not args.skip_review:
         bench_review(args.n_review, args.dim, args.block_size, args.n_jobs,
-                     separate=not args.review_together_only)  # fmt: skip
+                     separate=not args.review_together_only,
+                     phases=args.review_phases)  # fmt: skip
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

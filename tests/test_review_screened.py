@@ -348,3 +348,18 @@ def test_quotients_next_to_a_bin_edge(large, monkeypatch, rs):
     all_crit = _review._critical_constants(np.abs(y[i] - y[j]), D[i, j].copy())
     expected = np.bincount(P.float_key(all_crit), minlength=P.N_COARSE_KEYS)
     np.testing.assert_array_equal(got["histogram"], expected)
+
+
+def test_neighbours_over_several_strips(large, monkeypatch, rs):
+    # blocks of several strips of rows, and thresholds that leave few
+    # candidates: the one-comparison route of the neighbours
+    X = rs.normal(size=(700, 10))
+    y = rs.randint(0, 5, size=700).astype(float)
+    kw = dict(block_size=160, n_neighbors=3)
+    assert 160 > 2 * _review._STRIP_ROWS
+    got = _review_all(X, y, **kw)
+    assert_same(got, separate(monkeypatch, X, y, **kw))
+    D = squareform(pdist(X, "cosine"))
+    np.fill_diagonal(D, np.inf)
+    ref = np.argsort(D, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(got["neighbors"][1], ref)

@@ -50,13 +50,26 @@ Cost
     :func:`lipschitz_violations` and :func:`lipschitz_profile` take the
     distance-range pass of :func:`lipschitz_fraction` (float32-screened on large
     dense inputs) and one pass over float64 blocks; :func:`essay_consistency`
-    one float64 pass. Their quantities are exact per pair (neighbour ranks,
-    violations, critical constants), which a float32 screen cannot decide for
-    most pairs as it does for the Lipschitz count, so the float64 product and
-    the per-pair work make them slower than :func:`lipschitz_fraction`: the
-    three together from one shared pass took 3.3 times as long for 4,000
-    essays and 8.6 times (114 s against 13 s, 2 cores) for 50,000 essays of
-    384 dimensions (``benchmarks/bench_pairs.py``, section 4).
+    one float64 pass. On large dense cosine problems (those
+    :func:`lipschitz_fraction` screens in float32) that pass is one fused map
+    per block (``_FusedReview``): element-wise work over strips that stay
+    in the cache, candidates of the neighbours and top violations pruned by
+    running thresholds, and exact work only in the bins of the constants and
+    quantiles; its values are those of the separate reducers, bit for bit.
+    Their quantities are exact per pair, and a float32 product cannot decide
+    the histogram of the critical constants: its rigorous error bound
+    (``2.3e-5`` for 384 dimensions) leaves about 1.7% of the pairs of
+    ``benchmarks/bench_pairs.py``'s data within reach of a bin edge, and
+    settling each with a float64 distance computed pair by pair (3 us) would
+    cost far more than the float64 product. So the pass pays a float64 product
+    and about 20 element-wise operations per pair where
+    :func:`lipschitz_fraction` pays a float32 one and about 10. For 50,000
+    essays of 384 dimensions the three together from one shared pass took 2.8
+    times as long as :func:`lipschitz_fraction` (203 s against 72 s on 2 cores
+    shared with other jobs, load average 7; 8.6 times with separate float64
+    reducers), and 3.6 times for 20,000 (``benchmarks/bench_pairs.py``,
+    section 4, whose ``--review-phases`` shows where the time goes: the
+    float64 blocks and the fused map take about a third each).
 """
 
 from __future__ import annotations
@@ -683,11 +696,24 @@ class _FusedReview:
         s = local.strips
         found_r: list[NDArray[np.int64]] = []
         found_c: list[NDArray[np.int64]] = []
+        top_c = float(thr_c.max(initial=-np.inf))
         for a in range(0, m, _STRIP_ROWS):
             b = min(a + _STRIP_ROWS, m)
             Ds = D[a:b]
             n = (b - a) * c
+            # one comparison with the strip's largest threshold finds a superset
+            # of both sides' candidates, usually a handful (thresholds are near
+            # the smallest distances); when it is not, compare with each
+            # threshold over the strip
             hit_r = s.b1[:n].reshape(b - a, c)
+            np.less_equal(Ds, max(float(thr_r[a:b].max()), top_c), out=hit_r)
+            pos = np.flatnonzero(hit_r)
+            if pos.size <= n // 16:
+                rows, cols = np.divmod(pos, c)
+                vals = Ds.reshape(-1)[pos]
+                found_r.append(pos[vals <= thr_r[a + rows]] + a * c)
+                found_c.append(pos[vals <= thr_c[cols]] + a * c)
+                continue
             hit_c = s.b2[:n].reshape(b - a, c)
             np.less_equal(Ds, thr_r[a:b, None], out=hit_r)
             np.less_equal(Ds, thr_c[None, :], out=hit_c)
