@@ -946,8 +946,12 @@ def _combine_windows(
 
 
 def _fused(engine: PairwiseEngine) -> bool:
-    """Whether :func:`_review` makes the fused pass (large dense cosine problems)."""
-    return engine.screenable
+    """Whether :func:`_review` makes the fused pass (large dense cosine problems).
+
+    The fused pass takes the masks of diagonal blocks as their upper triangles,
+    so it needs an engine without a group filter (as the neighbours do).
+    """
+    return engine.screenable and engine.groups is None
 
 
 def _separate_pass(
