@@ -406,6 +406,14 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     sbert_model : str or path-like, default="all-MiniLM-L6-v2"
         Model of :class:`~sklearn_fairaes.SentenceBertEncoder` for
         ``prompt_similarity_sbert`` (its embedding cache applies).
+    sbert_backend : str, default="torch"
+        That encoder's ``backend`` (``"torch"``, ``"torch-bf16"``, ``"onnx"``,
+        ``"onnx-int8"``; see :data:`sklearn_fairaes.text.BACKENDS`). Give it the
+        backend of the audit's ``"sbert"`` representation, so that both share
+        one encoder identity and each essay is encoded once.
+    sbert_device : str, default=None
+        That encoder's torch ``device`` (``"cpu"``, ``"cuda"``); None: the
+        library's default.
     n_jobs : int, default=None
         Parallel workers (joblib processes) for tokenising, tagging and
         counting, and parallel requests to LanguageTool. None means 1.
@@ -518,6 +526,8 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         grammar: str | None = None,
         pos_tagger: str | _PosTagger = "auto",
         sbert_model: str | os.PathLike[str] = "all-MiniLM-L6-v2",
+        sbert_backend: str = "torch",
+        sbert_device: str | None = None,
         n_jobs: int | None = None,
         normalize: str | Sequence[str] | Mapping[str, str] | None = None,
         reference: tuple[ArrayLike, ArrayLike] | None = None,
@@ -530,6 +540,8 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         self.grammar = grammar
         self.pos_tagger = pos_tagger
         self.sbert_model = sbert_model
+        self.sbert_backend = sbert_backend
+        self.sbert_device = sbert_device
         self.n_jobs = n_jobs
         self.normalize = normalize
         self.reference = reference
@@ -760,9 +772,12 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
             if "prompt_similarity_sbert" in chosen:
                 from ..text import SentenceBertEncoder
 
-                enc = SentenceBertEncoder(model=self.sbert_model, cache=self.cache).fit(
-                    [self.prompt]
-                )
+                enc = SentenceBertEncoder(
+                    model=self.sbert_model,
+                    backend=self.sbert_backend,
+                    device=self.sbert_device,
+                    cache=self.cache,
+                ).fit([self.prompt])
                 self.sbert_encoder_ = enc
                 self.prompt_embedding_ = self._embed(enc, [self.prompt])[0]
 

@@ -667,6 +667,12 @@ def _meta(
         "sbert_model": plan.settings.sbert_model
         if "sbert" in plan.representations
         else None,
+        # which backend made the vectors: a torch-bf16 report's numbers differ
+        # from torch's in the fourth digit
+        "sbert_backend": plan.settings.sbert_backend
+        if "sbert" in plan.representations
+        else None,
+        "device": plan.settings.device,
         "absent_sections": absent,
         "versions": _versions(),
         "started": datetime.fromtimestamp(started, timezone.utc).isoformat(
