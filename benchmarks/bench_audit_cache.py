@@ -7,8 +7,10 @@ second run is the same command on the same folder, so it should encode no text.
 Each run is a fresh process (as a user runs it). The script prints the wall and
 CPU time, the peak memory and the load average of each run, the texts each one
 encoded and read from the cache (``results.json``'s ``embedding_cache``), the
-POS tags and paraphrases each one computed and read from the same folder
-(``result_cache``), and checks that the two runs' tables are equal.
+interpretable features' per-essay counts and tags and the paraphrases each one
+computed and read from the same folder (``result_cache``), and checks that the
+two runs' tables are equal. ``--keep DIR`` keeps the reports, so their
+``results.json`` tables can be compared with a run of another commit.
 
 Targets (issue 18): <= 100 s cold and <= 30 s re-run on 2 cores.
 
