@@ -64,12 +64,13 @@ Cost
     cost far more than the float64 product. So the pass pays a float64 product
     and about 20 element-wise operations per pair where
     :func:`lipschitz_fraction` pays a float32 one and about 10. For 50,000
-    essays of 384 dimensions the three together from one shared pass took 2.8
-    times as long as :func:`lipschitz_fraction` (203 s against 72 s on 2 cores
-    shared with other jobs, load average 7; 8.6 times with separate float64
-    reducers), and 3.6 times for 20,000 (``benchmarks/bench_pairs.py``,
-    section 4, whose ``--review-phases`` shows where the time goes: the
-    float64 blocks and the fused map take about a third each).
+    essays of 384 dimensions the three together from one shared pass took 2.9
+    times as long as :func:`lipschitz_fraction` (119 s against 41 s on 2 cores
+    shared with other jobs, load average 5.0 to 3.4; a second run of the
+    shared pass took 69 s; 8.6 times with separate float64 reducers), and 3.6
+    times for 20,000 (``benchmarks/bench_pairs.py``, section 4, whose
+    ``--review-phases`` shows where the time goes: the fused map about 45%,
+    the float64 blocks about 30%, the distance-range pass about 12%).
 """
 
 from __future__ import annotations
