@@ -403,6 +403,78 @@ def comparison_markdown(cmp, meta_lines):
     return "\n".join(out) + "\n"
 
 
+#: The Sentence-BERT cells of :func:`sbert_markdown`: (section, table, model,
+#: quantity, label, digits), in the order of the comparison's sections.
+SBERT_CELLS = (
+    *(
+        ("Table 2", "table2", m, q, label, 3)
+        for m in MODELS
+        for q, label in (
+            ("qwk_truncated", "QWK truncated"),
+            ("qwk_rounded", "QWK rounded"),
+            ("degradation_truncated", "degradation"),
+            ("abs_smd", "abs SMD"),
+        )
+    ),
+    *(
+        ("Table 3", "table3", m, q, label, 2)
+        for m in (*MODELS, "human")
+        for q, label in (
+            ("lipschitz_minmax_pct", "Lipschitz %, min-max"),
+            ("lipschitz_max_pct", "Lipschitz %, max"),
+        )
+    ),
+    *(
+        ("Figure 5", "bins5", m, f"bin{b}", f"bin {b} mean abs score difference", 2)
+        for m in MODELS
+        for b in range(1, 6)
+    ),
+    ("distances", "distance_range", "", "min_distance", "nearest pair", 3),
+    ("distances", "distance_range", "", "max_distance", "farthest pair", 3),
+    ("paraphrases", "paraphrase", "", "ndcg", "NDCG, full list", 4),
+    ("paraphrases", "paraphrase", "", "ndcg_at_10", "NDCG@10", 4),
+    ("paraphrases", "paraphrase", "", "spearman", "Spearman", 4),
+)
+
+
+def sbert_markdown(runs):
+    """Every Sentence-BERT cell of the comparison: recorded, then one column per run.
+
+    ``runs`` is a list of ``(column name, comparison)``, each comparison the
+    long table of :func:`compare` (a run's ``comparison.csv``). The recorded
+    value is the first run's ``paper`` column (the same constants in every
+    run); a cell a run lacks reads "not run".
+    """
+    import pandas as pd
+
+    keyed = []
+    for _, cmp in runs:
+        sub = cmp[cmp["representation"] == "sbert"]
+        keyed.append(
+            {
+                (r.table, "" if pd.isna(r.model) else r.model, r.quantity): r
+                for r in sub.itertuples()
+            }
+        )
+    out = [
+        "| part | model | quantity | recorded | " + " | ".join(n for n, _ in runs) + " |",
+        "|---" * (4 + len(runs)) + "|",
+    ]
+    for section, table, model, quantity, label, digits in SBERT_CELLS:
+        first = keyed[0].get((table, model, quantity))
+        paper = None if first is None else first.paper
+        recorded = "-" if paper is None or pd.isna(paper) else _fmt(float(paper), digits)
+        cells = []
+        for rows in keyed:
+            r = rows.get((table, model, quantity))
+            cells.append("not run" if r is None else _fmt(float(r.ours), digits))
+        shown = model.replace("_", " ") if model else "-"
+        out.append(
+            f"| {section} | {shown} | {label} | {recorded} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(out) + "\n"
+
+
 FIGURES = {
     "figure1": "extreme_pairs",
     "figure2": "feature_profile",

@@ -21,10 +21,18 @@ import numpy as np
 import pytest
 from conftest import ASAP7, REPO, require_file
 
-RECORD = REPO / "docs" / "replication" / "representation.json"
-MINILM_MD = REPO / "docs" / "replication" / "comparison_minilm.md"
+DOCS = REPO / "docs" / "replication"
+RECORD = DOCS / "representation.json"
+MPNET_RECORD = DOCS / "representation_mpnet.json"
+MINILM_MD = DOCS / "comparison_minilm.md"
+#: the full runs' outputs: (column name in REPLICATION.md, comparison.csv, comparison.md)
+FULL_RUNS = (
+    ("MiniLM (384-dim)", DOCS / "comparison_minilm.csv", MINILM_MD),
+    ("mpnet (768-dim)", DOCS / "comparison_mpnet.csv", DOCS / "comparison_mpnet.md"),
+)
 REPLICATION = REPO / "REPLICATION.md"
 BEGIN = "<!-- begin: generated from docs/replication/representation.json"
+SBERT_BEGIN = "<!-- begin: generated from docs/replication/comparison_*.csv"
 END = "<!-- end: generated -->"
 
 # How far a recomputed value may be from the record. The computation is
@@ -46,19 +54,46 @@ def record():
     return json.loads(RECORD.read_text(encoding="utf-8"))
 
 
+@pytest.fixture(scope="module")
+def mpnet_record():
+    return json.loads(MPNET_RECORD.read_text(encoding="utf-8"))
+
+
+def _generated(text, begin):
+    assert text.count(begin) == 1, f"REPLICATION.md must hold one block {begin!r}"
+    return text.split(begin, 1)[1].split("-->", 1)[1].split(END, 1)[0]
+
+
 def _key(row):
     return (row["table"], row["representation"], row["model"], row["quantity"])
 
 
-def test_replication_md_quotes_the_record_as_the_script_renders_it(script, record):
+def test_replication_md_quotes_the_records_as_the_script_renders_them(
+    script, record, mpnet_record
+):
     text = REPLICATION.read_text(encoding="utf-8")
-    assert text.count(BEGIN) == 1 and text.count(END) == 1
-    block = text.split(BEGIN, 1)[1].split("-->", 1)[1].split(END, 1)[0]
-    assert block.strip() == script.representation_markdown(record).strip()
+    assert text.count(END) == 2
+    block = _generated(text, BEGIN)
+    assert block.strip() == script.representation_markdown(record, mpnet_record).strip()
 
 
-def test_record_holds_every_guarded_quantity_once(record):
-    keys = [_key(r) for r in record["rows"]]
+def test_replication_md_quotes_every_sbert_cell_of_the_full_runs(script):
+    """The Sentence-BERT table (recorded / MiniLM / mpnet) is the script's rendering."""
+    import pandas as pd
+
+    runs = [(name, pd.read_csv(require_file(csv))) for name, csv, _ in FULL_RUNS]
+    block = _generated(REPLICATION.read_text(encoding="utf-8"), SBERT_BEGIN)
+    assert block.strip() == script.sbert_markdown(runs).strip()
+    # every cell of the table was computed: no model or quantity is missing
+    assert "not run" not in block
+
+
+@pytest.mark.parametrize(
+    "which, model", [("minilm", "all-MiniLM-L6-v2"), ("mpnet", "all-mpnet-base-v2")]
+)
+def test_record_holds_every_guarded_quantity_once(which, model, record, mpnet_record):
+    rec = record if which == "minilm" else mpnet_record
+    keys = [_key(r) for r in rec["rows"]]
     assert len(keys) == len(set(keys))
     expected = {("human", "", "human-human", "qwk"), ("vocabulary", "bow", "", "n_terms")}
     for rep in ("bow", "tfidf", "sbert"):
@@ -69,14 +104,29 @@ def test_record_holds_every_guarded_quantity_once(record):
             ("distance_range", rep, "", "max_distance"),
         }
     assert set(keys) == expected
-    assert record["meta"]["n_essays"] == 1569
-    assert record["meta"]["sbert_model"] == "all-MiniLM-L6-v2"
+    assert rec["meta"]["n_essays"] == 1569
+    assert rec["meta"]["sbert_model"] == model
 
 
-def test_record_agrees_with_the_full_minilm_run(record):
-    """The MiniLM run's comparison.md (the audit's path) shows the same values, rounded."""
-    text = require_file(MINILM_MD).read_text(encoding="utf-8")
-    rows = {_key(r): r["ours"] for r in record["rows"]}
+def test_records_share_every_number_but_sbert(record, mpnet_record):
+    """The two runs differ only in their Sentence-BERT model."""
+    a = {_key(r): r["ours"] for r in record["rows"] if r["representation"] != "sbert"}
+    b = {_key(r): r["ours"] for r in mpnet_record["rows"] if r["representation"] != "sbert"}
+    assert a == b
+    sa = {_key(r): r["ours"] for r in record["rows"] if r["representation"] == "sbert"}
+    sb = {
+        _key(r): r["ours"] for r in mpnet_record["rows"] if r["representation"] == "sbert"
+    }
+    assert sa.keys() == sb.keys() and all(sa[k] != sb[k] for k in sa)
+
+
+@pytest.mark.parametrize("which", ["minilm", "mpnet"])
+def test_record_agrees_with_the_full_run(which, record, mpnet_record):
+    """The full run's comparison.md (the audit's path) shows the same values, rounded."""
+    rec = record if which == "minilm" else mpnet_record
+    md = FULL_RUNS[0 if which == "minilm" else 1][2]
+    text = require_file(md).read_text(encoding="utf-8")
+    rows = {_key(r): r["ours"] for r in rec["rows"]}
     for rep, digits in (("bow", 2), ("tfidf", 3), ("sbert", 2)):
         line = re.findall(rf"^\| {rep} \| .* / .* \|$", text, flags=re.M)[0]
         human = line.strip("|").split("|")[-1]
