@@ -132,7 +132,27 @@ _FINE_SHIFT = 30
 # --------------------------------------------------------------------------
 # Per-pair statistics shared by the reducers of one pass
 # --------------------------------------------------------------------------
-class _PairStatistics:
+class _ThreadLocalCache:
+    """Per-thread scratch (``self._local``) that is not pickled.
+
+    A threading joblib backend maps blocks in several threads with one
+    reducer object; a process backend pickles it, and each worker starts
+    with empty scratch of its own.
+    """
+
+    _local: threading.local
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_local"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+
+class _PairStatistics(_ThreadLocalCache):
     """Normalised distances and score differences of a block, computed once.
 
     The reducers of one pass (:class:`MultiReducer`) all ask for statistics of
@@ -148,15 +168,6 @@ class _PairStatistics:
         self.y = y
         self.d_scaling, self.o_scaling = d_scaling, o_scaling
         self.L = L
-        self._local = threading.local()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_local"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self._local = threading.local()
 
     def _arrays(self, block: PairBlock) -> dict[str, NDArray[Any]]:
@@ -506,7 +517,7 @@ class _Strips:
         return n_cols <= self.n_cols and n_rows <= self.n_rows
 
 
-class _FusedReview:
+class _FusedReview(_ThreadLocalCache):
     """Every reducer of :func:`_review` in one pass over float64 blocks.
 
     For large dense cosine problems (:attr:`PairwiseEngine.screenable`). The
@@ -568,15 +579,6 @@ class _FusedReview:
             shift = KEY_SHIFT - _FINE_SHIFT
             base[lo >> shift : (hi >> shift) + 1] |= _IN_WINDOW_BIN
         self._base_special = base
-        self._local = threading.local()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_local"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self._local = threading.local()
 
     def _keep(
