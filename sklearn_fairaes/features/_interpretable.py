@@ -408,7 +408,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         ``prompt_similarity_sbert`` (its embedding cache applies).
     sbert_backend : str, default="torch"
         That encoder's ``backend`` (``"torch"``, ``"torch-bf16"``, ``"onnx"``,
-        ``"onnx-int8"``; see :data:`sklearn_fairaes.text.BACKENDS`). Give it the
+        ``"onnx-int8"``; see :class:`~sklearn_fairaes.SentenceBertEncoder`). Give it the
         backend of the audit's ``"sbert"`` representation, so that both share
         one encoder identity and each essay is encoded once.
     sbert_device : str, default=None
