@@ -33,6 +33,11 @@ FULL_RUNS = (
 REPLICATION = REPO / "REPLICATION.md"
 BEGIN = "<!-- begin: generated from docs/replication/representation.json"
 SBERT_BEGIN = "<!-- begin: generated from docs/replication/comparison_*.csv"
+#: REPLICATION.md's four tables in the paper's layout are the default (mpnet) run's
+PAPER_BEGIN = (
+    "<!-- begin: generated from docs/replication/comparison_mpnet.csv "
+    'by paper_table_markdown(cmp, "{part}")'
+)
 END = "<!-- end: generated -->"
 
 # How far a recomputed value may be from the record. The computation is
@@ -72,7 +77,7 @@ def test_replication_md_quotes_the_records_as_the_script_renders_them(
     script, record, mpnet_record
 ):
     text = REPLICATION.read_text(encoding="utf-8")
-    assert text.count(END) == 2
+    assert text.count(END) == 2 + len(script.PAPER_TABLES)
     block = _generated(text, BEGIN)
     assert block.strip() == script.representation_markdown(record, mpnet_record).strip()
 
@@ -86,6 +91,26 @@ def test_replication_md_quotes_every_sbert_cell_of_the_full_runs(script):
     assert block.strip() == script.sbert_markdown(runs).strip()
     # every cell of the table was computed: no model or quantity is missing
     assert "not run" not in block
+
+
+@pytest.mark.parametrize(
+    "part", ["table2", "table3", "bins5", "distance_range", "paraphrase"]
+)
+def test_replication_md_tables_are_the_default_runs(script, part):
+    """Tables 2 and 3, Figure 5's bins, distances, paraphrases: the mpnet run's, rendered."""
+    import pandas as pd
+
+    assert part in script.PAPER_TABLES
+    cmp = pd.read_csv(require_file(FULL_RUNS[1][1]))
+    block = _generated(
+        REPLICATION.read_text(encoding="utf-8"), PAPER_BEGIN.format(part=part)
+    )
+    assert block.strip() == script.paper_table_markdown(cmp, part).strip()
+    # every model of BOW, TF-IDF and SBERT was computed (only LASER is not run)
+    assert "n/a" not in block
+    assert block.count("not run") == {"table2": 1, "table3": 4, "distance_range": 2}.get(
+        part, 0
+    )
 
 
 @pytest.mark.parametrize(
