@@ -7,7 +7,11 @@ scikit-learn's: :func:`set_config` changes them for the calling thread,
 :func:`config_context` for a ``with`` block, and new threads start from the
 defaults. :func:`_delayed` carries the caller's settings into joblib workers
 (threads or processes), as :class:`sklearn.utils.parallel.Parallel` does for
-scikit-learn's configuration.
+scikit-learn's configuration. Tasks that scikit-learn itself sends to workers
+(``cross_validate``, ``GridSearchCV``) carry only scikit-learn's settings, so
+the package's scorers take ours with them: a scorer keeps the settings in
+force when it was made and uses them where the calling thread has set none
+(see :func:`_settings_for`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,28 @@ DEVICES = ("cpu", "cuda", "cuda:N")
 
 _DEFAULTS: dict[str, Any] = {"pair_backend": "numpy", "device": "cpu"}
 _local = threading.local()
+
+
+def _settings_set() -> bool:
+    """Whether the calling thread runs under settings it set itself.
+
+    True after :func:`set_config` in this thread, and inside
+    :func:`config_context` (also the one a carried task runs under); False in
+    a thread or worker process that runs under the defaults it started with.
+    """
+    return bool(getattr(_local, "explicit", False))
+
+
+def _settings_for(captured: dict[str, Any]) -> dict[str, Any]:
+    """The settings an object made under ``captured`` runs under here.
+
+    The calling thread's settings where it set any, else ``captured``: a
+    joblib worker of scikit-learn's (``cross_validate(n_jobs=2)``) starts from
+    the defaults, and sklearn's ``delayed`` carries only sklearn's own
+    configuration, so a scorer made inside ``config_context(...)`` brings that
+    context's settings with it.
+    """
+    return get_config() if _settings_set() else dict(captured)
 
 
 def _thread_config() -> dict[str, Any]:
@@ -134,6 +160,7 @@ def set_config(pair_backend: str | None = None, device: str | None = None) -> No
     if device is not None:
         new["device"] = check_device_name(device)
     config.update(new)
+    _local.explicit = True
 
 
 @contextmanager
@@ -178,11 +205,13 @@ def config_context(
     'numpy'
     """
     old = get_config()
+    old_explicit = _settings_set()
     set_config(pair_backend=pair_backend, device=device)
     try:
         yield
     finally:
         _thread_config().update(old)
+        _local.explicit = old_explicit
 
 
 class _Configured:

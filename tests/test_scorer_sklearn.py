@@ -210,3 +210,47 @@ def test_paraphrase_scorer_is_seeded():
     assert first == second
     # the seed is what is fixed: another seed samples other essays
     assert third != first
+
+
+def _backend_scorer():
+    # a scorer whose value says which pair backend the worker runs under:
+    # 1.0 for torch, 0.0 for numpy (a local function: cloudpickle sends it by
+    # value, so loky workers need not import this module)
+    def backend_is_torch(y_true, y_pred):
+        return float(sf.get_config()["pair_backend"] == "torch")
+
+    return sf.metrics.FairnessScorer(
+        backend_is_torch, 1, {}, kind="fairness", needs="scores"
+    )
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_settings_reach_the_scorer_in_cross_validate_workers(backend):
+    # sklearn's delayed carries sklearn's config only; a worker starts from our
+    # defaults, so without the scorer carrying them it would see "numpy"
+    import joblib
+
+    X = np.arange(20.0).reshape(10, 2)
+    y = np.arange(10.0)
+    with sf.config_context(pair_backend="torch"), joblib.parallel_backend(backend):
+        scorer = _backend_scorer()
+        result = cross_validate(LinearRegression(), X, y, cv=2, n_jobs=2, scoring=scorer)
+    np.testing.assert_array_equal(result["test_score"], [1.0, 1.0])
+    # made under the defaults, it scores under the defaults in the workers
+    with joblib.parallel_backend(backend):
+        result = cross_validate(
+            LinearRegression(), X, y, cv=2, n_jobs=2, scoring=_backend_scorer()
+        )
+    np.testing.assert_array_equal(result["test_score"], [0.0, 0.0])
+
+
+def test_a_thread_that_sets_its_own_settings_scores_under_them():
+    X = np.arange(20.0).reshape(10, 2)
+    y = np.arange(10.0)
+    model = LinearRegression().fit(X, y)
+    with sf.config_context(pair_backend="torch"):
+        scorer = _backend_scorer()
+    assert scorer(model, X, y) == 1.0  # no settings of its own: the captured ones
+    with sf.config_context(pair_backend="numpy"):
+        assert scorer(model, X, y) == 0.0
+    assert sf.get_config()["pair_backend"] == "numpy"

@@ -51,6 +51,7 @@ from sklearn.metrics._scorer import _BaseScorer
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
+from .._config import _settings_for, config_context, get_config
 from .._validation import check_embeddings, check_essays, check_scores
 from ._agreement import qwk, standardized_mean_difference
 from ._individual import lipschitz_fraction, score_distance_curve
@@ -223,6 +224,14 @@ class FairnessScorer(_BaseScorer):
     scorer. ``kind`` tells :class:`~sklearn_fairaes.FairGridSearchCV` whether
     it measures agreement or fairness.
 
+    The scorer keeps the package's settings (:func:`~sklearn_fairaes.set_config`)
+    in force when it is made, and scores under them wherever the calling thread
+    has set none: scikit-learn's joblib workers (``cross_validate(n_jobs=2)``,
+    ``GridSearchCV``) start from the defaults, so a scorer made inside
+    ``config_context(pair_backend="torch")`` counts with torch there too. A
+    thread that sets its own settings (``set_config`` or ``config_context``
+    around the call) scores under those.
+
     Parameters
     ----------
     score_func : callable
@@ -286,6 +295,10 @@ class FairnessScorer(_BaseScorer):
         self._name = name
         self._text_column = text_column
         self._weighted = weighted
+        # sklearn's joblib workers (cross_validate, GridSearchCV) start from
+        # our defaults: sklearn's delayed carries only sklearn's settings. The
+        # scorer is made in the caller's thread, so it carries ours.
+        self._config = get_config()
 
     def __repr__(self) -> str:
         rep = (
@@ -366,6 +379,20 @@ class FairnessScorer(_BaseScorer):
         return out.to_numpy() if hasattr(out, "to_numpy") else out
 
     def _score(
+        self,
+        method_caller: Callable[..., Any],
+        estimator: Any,
+        X: Any,
+        y_true: Any,
+        **kwargs: Any,
+    ) -> float:
+        # the settings it was made under, unless this thread set its own
+        # (getattr: a scorer pickled by an older version has none)
+        config = _settings_for(getattr(self, "_config", get_config()))
+        with config_context(**config):
+            return self._score_configured(method_caller, estimator, X, y_true, **kwargs)
+
+    def _score_configured(
         self,
         method_caller: Callable[..., Any],
         estimator: Any,
