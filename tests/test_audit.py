@@ -813,3 +813,25 @@ def test_rater_cols_as_one_comma_separated_string(demo, small_result):
     )
     assert (row["rater1"], row["rater2"]) == ("rater1", "rater2")
     assert row["qwk"] == expected["qwk"]
+
+
+def test_a_paraphraser_without_wordnet_skips_the_section_with_a_note(demo, monkeypatch):
+    # the paraphrases run in a thread beside the encoders (report._build); an
+    # error there must come back as the note, not as a crash or a hang
+    from sklearn_fairaes.paraphrase import WordNetParaphraser
+
+    def missing(self, essays):
+        raise LookupError("WordNet not found (test)")
+
+    monkeypatch.setattr(WordNetParaphraser, "fit_transform", missing)
+    res = sf.audit(
+        demo.iloc[:30],
+        text_col="essay",
+        score_col="score",
+        representations=["tfidf"],
+        models=["ridge"],
+        cv=3,
+    )
+    notes = [n for n in res.meta["notes"] if "Paraphrase robustness skipped" in n]
+    assert len(notes) == 1 and "WordNet not found (test)" in notes[0]
+    assert "paraphrase" not in res.tables or res.tables["paraphrase"].empty

@@ -38,6 +38,8 @@ from ..resources import require
 from ._study import PairSpace, Settings, Study, System
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from pandas import DataFrame, Series
 
 REPRESENTATION_NAMES = ("bow", "tfidf", "sbert", "laser")
@@ -1247,13 +1249,17 @@ def score_fitted(plan: Plan) -> dict[str, NDArray[np.float64]]:
 
 
 def fit_representations(
-    reps: Mapping[str, Any], essays: Sequence[str], text_col: str, where: str = ""
+    reps: Mapping[str, Any],
+    essays: Sequence[str],
+    text_col: str,
+    where: str = "",
+    before_encoders: Callable[[], None] | None = None,
 ) -> dict[str, tuple[Any, Any]]:
     """Fit every representation on ``essays``: (fitted transformer, vectors) by name.
 
     Vocabulary-based ones go first (they are fast), so that a representation
     that finds no word in any essay stops the audit with a message before the
-    slow encoders run.
+    slow encoders run. ``before_encoders`` is called once between the two.
     """
     from sklearn.base import clone
     from sklearn.feature_extraction.text import CountVectorizer
@@ -1261,6 +1267,9 @@ def fit_representations(
     order = sorted(reps, key=lambda r: not isinstance(reps[r], CountVectorizer))
     fitted: dict[str, tuple[Any, Any]] = {}
     for rname in order:
+        if before_encoders is not None and not isinstance(reps[rname], CountVectorizer):
+            before_encoders()
+            before_encoders = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
             rep = clone(reps[rname])
@@ -1348,28 +1357,71 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, int
 
     See the module docstring for the order of the work.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     fitted_scores = score_fitted(plan)
     several = plan.prompt_col is not None
     represented = {}
-    for p in plan.prompts:
-        essays = [plan.essays[i] for i in plan.rows_of(p)]
-        represented[p] = fit_representations(
-            plan.representations,
-            essays,
-            plan.text_col,
-            f" of prompt {p!r}" if several else "",
-        )
-    empty: dict[str, int] = dict.fromkeys(plan.representations, 0)
-    studies = []
-    for p in plan.prompts:
-        study = _study(plan, p, fitted_scores, represented[p], bar)
-        for rname, space in study.spaces.items():
-            k, note = _empty_vector_note(rname, space.X, study.ids)
-            empty[rname] += k
-            if note is not None:
-                study.notes.insert(0, note)
-        studies.append(study)
+    # The WordNet paraphrases (tagging included) are single-threaded Python;
+    # the Sentence-BERT encoders run torch, which releases the GIL. Computing
+    # the paraphrases in a thread while the essays are encoded uses the core
+    # that encoding leaves idle part of the time. They start after the
+    # vocabulary-based representations, which load WordNet in this thread
+    # (NLTK's lazy corpus loader is not safe to load from two threads), and
+    # each study waits for them before its features tag the essays (one
+    # tagger, used by one thread at a time). The results are those of the
+    # sequential order: tags and paraphrases depend on the essay and the seed.
+    pool = ThreadPoolExecutor(1, thread_name_prefix="fairaes-paraphrases")
+    paraphrased: dict[str, Future[list[str]]] = {}
+
+    def start_paraphrases() -> None:
+        if paraphrased or plan.paraphrases is not None:
+            return
+        for q in plan.prompts:
+            paraphrased[q] = pool.submit(
+                _wordnet_paraphrases,
+                [plan.essays[i] for i in plan.rows_of(q)],
+                plan.settings,
+            )
+
+    try:
+        for p in plan.prompts:
+            essays = [plan.essays[i] for i in plan.rows_of(p)]
+            represented[p] = fit_representations(
+                plan.representations,
+                essays,
+                plan.text_col,
+                f" of prompt {p!r}" if several else "",
+                before_encoders=start_paraphrases,
+            )
+        start_paraphrases()  # no encoder among the representations
+        empty: dict[str, int] = dict.fromkeys(plan.representations, 0)
+        studies = []
+        for p in plan.prompts:
+            study = _study(plan, p, fitted_scores, represented[p], bar, paraphrased.get(p))
+            for rname, space in study.spaces.items():
+                k, note = _empty_vector_note(rname, space.X, study.ids)
+                empty[rname] += k
+                if note is not None:
+                    study.notes.insert(0, note)
+            studies.append(study)
+    finally:
+        # an error (or Ctrl-C) stops the paraphrases not yet started
+        pool.shutdown(wait=True, cancel_futures=True)
     return studies, empty
+
+
+def _wordnet_paraphrases(essays: Sequence[str], settings: Any) -> list[str]:
+    """The audit's WordNet paraphrases of ``essays`` (raises ImportError or LookupError)."""
+    from ..paraphrase import WordNetParaphraser
+
+    # the audit's cache: a re-run reads the paraphrases instead of tagging
+    # and paraphrasing every essay again
+    return list(
+        WordNetParaphraser(
+            random_state=settings.random_state, cache=settings.cache
+        ).fit_transform(essays)
+    )
 
 
 def _study(
@@ -1378,6 +1430,7 @@ def _study(
     fitted_scores: Mapping[str, NDArray[np.float64]],
     represented: Mapping[str, tuple[Any, Any]],
     bar: Progress,
+    paraphrased: Future[list[str]] | None = None,
 ) -> Study:
     from sklearn.base import clone
     from sklearn.model_selection import KFold, cross_val_predict
@@ -1436,6 +1489,16 @@ def _study(
             description=f"fitted model, used as it is: {describe_model(est)}",
         )
 
+    # -- paraphrases (paper §5.2), computed in a thread while the essays were
+    # encoded (build_studies); waited for here, before the features use the tagger
+    paraphrase_error: Exception | None = None
+    if study.paraphrases is None and paraphrased is not None:
+        try:
+            study.paraphrases = paraphrased.result()
+            study.paraphrase_source = "WordNetParaphraser"
+        except (ImportError, LookupError) as exc:
+            paraphrase_error = exc
+
     # -- interpretable features (paper §5.1.1)
     feat = InterpretableFeatures(
         prompt=study.prompt_text,
@@ -1458,21 +1521,16 @@ def _study(
     study.feature_names = [str(f) for f in feat.get_feature_names_out()]
     bar.tick(f"{p}: features")
 
-    # -- paraphrases (paper §5.2)
-    if study.paraphrases is None:
-        try:
-            from ..paraphrase import WordNetParaphraser
-
-            # the audit's cache: a re-run reads the paraphrases instead of
-            # tagging and paraphrasing every essay again
-            study.paraphrases = WordNetParaphraser(
-                random_state=settings.random_state, cache=settings.cache
-            ).fit_transform(essays)
+    if study.paraphrases is None and paraphrase_error is None:
+        try:  # not started in a thread (e.g. build_studies was bypassed)
+            study.paraphrases = _wordnet_paraphrases(essays, settings)
             study.paraphrase_source = "WordNetParaphraser"
         except (ImportError, LookupError) as exc:
-            study.notes.append(
-                f"Paraphrase robustness skipped: no offline paraphraser ({exc})."
-            )
+            paraphrase_error = exc
+    if paraphrase_error is not None:
+        study.notes.append(
+            f"Paraphrase robustness skipped: no offline paraphraser ({paraphrase_error})."
+        )
     bar.tick(f"{p}: paraphrases")
 
     # -- trained baselines: out-of-fold predictions per representation (§4.3)
