@@ -25,6 +25,14 @@ Measured in one run:
    as well (each makes its own passes). ``--review-phases`` runs the shared
    pass once more with each of its phases timed (the range pass, the engine's
    blocks, the fused pass's parts), for when the target is missed.
+5. Issue 18, ``--engine-ratio``: ``lipschitz_fraction`` against the bare
+   float32 upper-triangle products (blocks of the engine's size, results
+   discarded) at N=10,000 and 50,000 (``--ratio-sizes``), best of ``--repeat``
+   alternating runs, in fresh processes: one with this machine's
+   ``OPENBLAS_CORETYPE`` (unset if it is unset) and one with it unset, or with
+   ``--ratio-coretype`` (default ``Haswell``) when the machine leaves it unset,
+   so that two OpenBLAS kernels are compared. Each process prints the kernel
+   threadpoolctl reports. Target <= 2x at N=50,000.
 
 Peak memory is measured with :mod:`tracemalloc` (every numpy array is traced;
 OpenBLAS's own work buffers, a few tens of MB, are not). Timings are the best
@@ -38,6 +46,7 @@ Usage::
     python benchmarks/bench_pairs.py --skip-large --skip-naive       # ASAP only
     python benchmarks/bench_pairs.py --only-review --n-review 20000  # issue 17 only
     python benchmarks/bench_pairs.py --only-review --review-together-only --review-phases
+    python benchmarks/bench_pairs.py --engine-ratio --repeat 3             # issue 18 only
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ import argparse
 import collections
 import contextlib
 import os
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -280,6 +291,58 @@ def bench_review(n, dim, block_size, n_jobs, separate=True, phases=False, repeat
               f"{(t_c + t_v + t_p) / t_lf:.2f}x)")  # fmt: skip
 
 
+def _blas_kernels():
+    from threadpoolctl import threadpool_info
+
+    return sorted(
+        {f"{i['internal_api']} {i.get('architecture')}" for i in threadpool_info()
+         if i.get("user_api") == "blas"}
+    )  # fmt: skip
+
+
+def engine_ratio_child(sizes, dim, repeat, block_size):
+    """One process of [5]: the ratio at each size under this process's kernel."""
+    from sklearn_fairaes.metrics._individual import lipschitz_fraction
+    from sklearn_fairaes.metrics._pairwise import DEFAULT_BLOCK_SIZE
+
+    bs = block_size or DEFAULT_BLOCK_SIZE
+    lipschitz_fraction(*random_problem(500, dim))  # imports and BLAS threads started
+    coretype = os.environ.get("OPENBLAS_CORETYPE", "unset")
+    print(f"    OPENBLAS_CORETYPE={coretype}: BLAS kernel {', '.join(_blas_kernels())}")
+    for n in sizes:
+        X, y = random_problem(n, dim, seed=1)
+        t_lf = t_bare = np.inf
+        for _ in range(repeat):  # alternating, so that load hits both alike
+            t0 = time.perf_counter()
+            bare_products(X, bs, np.float32)
+            t_bare = min(t_bare, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            res = lipschitz_fraction(X, y, return_counts=True, block_size=bs)
+            t = time.perf_counter() - t0
+            t_lf = min(t_lf, t)
+        print(f"      N={n:>9,}: lipschitz_fraction {t_lf:7.2f} s, bare float32 products "
+              f"{t_bare:7.2f} s -> ratio {t_lf / t_bare:.2f}x "
+              f"({res.n_satisfied:,} of {res.n_pairs:,} pairs)", flush=True)  # fmt: skip
+
+
+def bench_engine_ratio(sizes, dim, repeat, block_size, alternative):
+    here = os.environ.get("OPENBLAS_CORETYPE")
+    settings = [here, None] if here else [None, alternative]
+    print(f"\n[5] lipschitz_fraction / bare float32 products, d={dim}, best of {repeat} "
+          f"alternating runs; this machine's OPENBLAS_CORETYPE: {here or 'unset'}")  # fmt: skip
+    for setting in settings:
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        if setting:
+            env["OPENBLAS_CORETYPE"] = setting
+        cmd = [sys.executable, __file__, "--engine-ratio-child",
+               "--ratio-sizes", ",".join(map(str, sizes)), "--dim", str(dim),
+               "--repeat", str(repeat)]  # fmt: skip
+        if block_size:
+            cmd += ["--block-size", str(block_size)]
+        subprocess.run(cmd, env=env, check=True)
+    print("    target <= 2x at N=50,000 (aim 1.5x)")
+
+
 def simple_features(essays):
     """Cheap interpretable features for the profile (not the package's twelve)."""
     words = [e.split() for e in essays]
@@ -403,8 +466,25 @@ def main(argv=None):
         action="store_true",
         help="in [4], run the shared pass once more and print where its time goes",
     )
+    parser.add_argument(
+        "--engine-ratio",
+        action="store_true",
+        help="run only [5], the ratio to the bare float32 products (issue 18)",
+    )
+    parser.add_argument("--engine-ratio-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--ratio-sizes", default="10000,50000")
+    parser.add_argument("--ratio-coretype", default="Haswell")
     args = parser.parse_args(argv)
+    sizes = [int(v) for v in args.ratio_sizes.split(",")]
+    if args.engine_ratio_child:
+        engine_ratio_child(sizes, args.dim, args.repeat, args.block_size)
+        return
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    if args.engine_ratio:
+        bench_engine_ratio(sizes, args.dim, args.repeat, args.block_size,
+                           args.ratio_coretype)  # fmt: skip
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        return
     if args.only_review:
         args.skip_naive = args.skip_large = args.skip_asap = True
     if not args.skip_naive:

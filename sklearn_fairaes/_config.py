@@ -33,7 +33,7 @@ PAIR_BACKENDS = ("numpy", "torch")
 #: Devices the torch pair backend accepts (``"cuda:N"`` picks one GPU).
 DEVICES = ("cpu", "cuda", "cuda:N")
 
-_DEFAULTS: dict[str, Any] = {"pair_backend": "numpy", "device": "cpu"}
+_DEFAULTS: dict[str, Any] = {"pair_backend": "numpy", "device": "cpu", "bf16_range": True}
 _local = threading.local()
 
 
@@ -112,7 +112,11 @@ def get_config() -> dict[str, Any]:
     return dict(_thread_config())
 
 
-def set_config(pair_backend: str | None = None, device: str | None = None) -> None:
+def set_config(
+    pair_backend: str | None = None,
+    device: str | None = None,
+    bf16_range: bool | None = None,
+) -> None:
     """Change the settings of sklearn_fairaes for the calling thread.
 
     The pairwise engine of the individual-fairness metrics reads them when it
@@ -134,11 +138,23 @@ def set_config(pair_backend: str | None = None, device: str | None = None) -> No
         torch and a GPU, checked when an engine is built. Encoders take their
         own ``device`` parameter. None leaves the setting unchanged (default
         ``"cpu"``).
+    bf16_range : bool, default=None
+        Whether the NumPy backend's distance-range pass over many essays
+        (20,000 or more; 40,000 when torch is not imported yet) may first
+        locate the blocks holding the nearest and the farthest pairs with
+        bfloat16 matrix products in torch, on CPUs with AMX bfloat16 units
+        (Intel Xeon 4th generation and later), where they are about five times
+        as fast as float32 products. Only those blocks are then screened in
+        float32, so the range, and every count normalised by it, is exactly
+        the same. Nothing changes without torch or without AMX. None leaves
+        the setting unchanged (default True).
 
     Raises
     ------
     ValueError
         If ``pair_backend`` or ``device`` is not one of the choices.
+    TypeError
+        If ``bf16_range`` is not a bool.
 
     See Also
     --------
@@ -153,19 +169,26 @@ def set_config(pair_backend: str | None = None, device: str | None = None) -> No
     'numpy'
     """
     config = _thread_config()
-    # validate both before changing either, so a bad call changes nothing
-    new = {}
+    # validate all before changing any, so a bad call changes nothing
+    new: dict[str, Any] = {}
     if pair_backend is not None:
         new["pair_backend"] = check_pair_backend(pair_backend)
     if device is not None:
         new["device"] = check_device_name(device)
+    if bf16_range is not None:
+        if not isinstance(bf16_range, bool):
+            raise TypeError(f"bf16_range must be True or False, got {bf16_range!r}")
+        new["bf16_range"] = bf16_range
     config.update(new)
     _local.explicit = True
 
 
 @contextmanager
 def config_context(
-    *, pair_backend: str | None = None, device: str | None = None
+    *,
+    pair_backend: str | None = None,
+    device: str | None = None,
+    bf16_range: bool | None = None,
 ) -> Iterator[None]:
     """Change the settings of sklearn_fairaes within a ``with`` block.
 
@@ -176,6 +199,8 @@ def config_context(
     pair_backend : {"numpy", "torch"}, default=None
         As in :func:`set_config`; None keeps the current setting.
     device : {"cpu", "cuda", "cuda:N"}, default=None
+        As in :func:`set_config`; None keeps the current setting.
+    bf16_range : bool, default=None
         As in :func:`set_config`; None keeps the current setting.
 
     Yields
@@ -206,7 +231,7 @@ def config_context(
     """
     old = get_config()
     old_explicit = _settings_set()
-    set_config(pair_backend=pair_backend, device=device)
+    set_config(pair_backend=pair_backend, device=device, bf16_range=bf16_range)
     try:
         yield
     finally:

@@ -410,7 +410,11 @@ def test_torch_margin_covers_the_numpy_margin():
 # Settings and bad input
 # --------------------------------------------------------------------------
 def test_config_defaults_set_and_context():
-    assert sklearn_fairaes.get_config() == {"pair_backend": "numpy", "device": "cpu"}
+    assert sklearn_fairaes.get_config() == {
+        "pair_backend": "numpy",
+        "device": "cpu",
+        "bf16_range": True,
+    }
     with sklearn_fairaes.config_context(pair_backend="torch"):
         assert sklearn_fairaes.get_config()["pair_backend"] == "torch"
         assert P.PairwiseEngine(np.eye(3)).backend == "torch"

@@ -36,6 +36,7 @@ from ._pairwise import (
     TableResult,
     TopKReducer,
     _f32_at_least,
+    _f32_at_most,
     check_int,
     check_option,
     check_real,
@@ -280,6 +281,176 @@ class _ScreenedLipschitzCounter:
         return 0, 0, e, e, False
 
 
+#: The sorted screen cuts each block side where ``floor(z * 2**_RUN_BITS)``
+#: changes (``z`` the screen scores, on [0, 1]): integer scores on any scale up
+#: to 256 points get one run per score, continuous ones runs of width 2**-8.
+_RUN_BITS = 8
+#: At most this many runs per block side (more are merged): each run pair costs
+#: a few NumPy calls.
+_MAX_RUNS = 16
+#: A tile whose undecided band holds more than this share of its pairs is
+#: screened pair by pair (the band's gather would cost more).
+_BAND_SHARE = 0.25
+
+
+def _clip2(value: float) -> float:
+    return min(max(value, -2.0), 2.0)
+
+
+class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
+    """The float32 screen of :class:`_ScreenedLipschitzCounter`, essays sorted by score.
+
+    With the essays sorted by score (``PairwiseEngine.reordered``), each block
+    splits into tiles of a few runs of near-equal scores. On a tile the score
+    difference lies in ``[dz_lo, dz_hi]``, so ``T >= margin`` holds for every
+    similarity up to one threshold and ``|T| < margin`` fails for every one
+    from another: two comparisons count the tile, instead of the six float32
+    operations per pair of ``statistic``, which cost as much as the matrix
+    product. Only the pairs between the two thresholds (a thin band for
+    integer scores) get ``T`` computed, with the same float32 operations in the
+    same order as ``statistic``. The thresholds are moved inward by a bound on
+    the rounding of those operations, so every pair is counted sure, left
+    undecided or rejected exactly as :class:`_ScreenedLipschitzCounter` does:
+    the same counts and the same undecided pairs (which keeps the fallback on
+    too many undecided pairs where it was).
+
+    ``y`` must be sorted (ascending) in the engine's order.
+    """
+
+    def __init__(
+        self,
+        y: NDArray[np.float64],
+        a: float,
+        b: float,
+        c: float,
+        margin: float,
+    ) -> None:
+        super().__init__(y, a, b, c, margin)
+        if np.any(np.diff(y) < 0):
+            raise ValueError("the sorted screen needs the scores in ascending order")
+        if not self.b > 0:
+            raise ValueError(
+                "the sorted screen needs a positive float32 distance coefficient"
+            )
+        z = self.y32.astype(np.float64)
+        key = np.floor(np.ldexp(z, _RUN_BITS))
+        self.cuts = np.flatnonzero(np.diff(key)) + 1
+        a32, b32, c32 = float(self.a), float(self.b), float(self.c)
+        u32 = float(np.finfo(np.float32).eps) / 2
+        u64 = float(np.finfo(np.float64).eps) / 2
+        big = abs(a32) + b32 + c32 + float(self.margin)
+        # rounding of the five float32 operations of ``statistic`` (each at most
+        # u32 times a value <= big), doubled, and of the float64 thresholds
+        self.slack = 16 * u32 * big + 16 * u64 * big
+        self._lower: dict[tuple[int, ...], NDArray[np.bool_]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_lower": {}}
+
+    def _runs(self, start: int, stop: int) -> NDArray[np.intp]:
+        """Boundaries of the runs of rows ``start:stop`` (block coordinates)."""
+        inner = self.cuts[(self.cuts > start) & (self.cuts < stop)]
+        if inner.size > _MAX_RUNS - 1:
+            inner = inner[np.linspace(0, inner.size - 1, _MAX_RUNS - 1).astype(np.intp)]
+        return np.concatenate([[start], inner, [stop]]) - start
+
+    def _per_pair(
+        self, tile: NDArray[np.float32], rs: int, cs: int, triu: bool
+    ) -> tuple[int, NDArray[np.int64], NDArray[np.int64]]:
+        """``statistic`` on one tile (a copy); global indices of its undecided pairs."""
+        T = np.multiply(tile, -self.b)
+        np.add(T, self.a, out=T)
+        if self.c:
+            diff = np.subtract.outer(
+                self.y32[rs : rs + tile.shape[0]], self.y32[cs : cs + tile.shape[1]]
+            )
+            np.abs(diff, out=diff)
+            np.multiply(diff, self.c, out=diff)
+            np.subtract(T, diff, out=T)
+        if triu:  # a square tile on the diagonal: the pairs i < j only
+            lower = self._lower.get(T.shape)
+            if lower is None:
+                lower = self._lower[T.shape] = ~np.triu(np.ones(T.shape, dtype=bool), k=1)
+            T[lower] = -np.inf
+        sure = int(np.count_nonzero(T >= self.margin))
+        np.abs(T, out=T)
+        pos = np.flatnonzero(T < self.margin)
+        return sure, rs + pos // tile.shape[1], cs + pos % tile.shape[1]
+
+    def _band(
+        self, tile: NDArray[np.float32], lo: np.float32, hi: np.float32, rs: int, cs: int
+    ) -> tuple[int, NDArray[np.int64], NDArray[np.int64]]:
+        """``statistic`` on the pairs of ``tile`` with ``lo < s < hi`` only."""
+        pos = np.flatnonzero((tile > lo) & (tile < hi))
+        i, j = rs + pos // tile.shape[1], cs + pos % tile.shape[1]
+        T = np.multiply(tile.reshape(-1)[pos] if tile.flags.c_contiguous
+                        else tile[i - rs, j - cs], -self.b)  # fmt: skip
+        np.add(T, self.a, out=T)
+        if self.c:
+            diff = np.subtract(self.y32[i], self.y32[j])
+            np.abs(diff, out=diff)
+            np.multiply(diff, self.c, out=diff)
+            np.subtract(T, diff, out=T)
+        sure = int(np.count_nonzero(T >= self.margin))
+        np.abs(T, out=T)
+        keep = T < self.margin
+        return sure, i[keep], j[keep]
+
+    def map(self, block: PairBlock) -> ScreenedCounts:
+        S = block.checked_similarities()
+        r0, c0 = block.row_start, block.col_start
+        diagonal = r0 == c0
+        if block.mask is not None and not diagonal:  # pragma: no cover - no groups here
+            return super().map(block)
+        rows = self._runs(r0, block.row_stop)
+        cols = rows if diagonal else self._runs(c0, block.col_stop)
+        a, b, c = float(self.a), float(self.b), float(self.c)
+        margin = float(self.margin)
+        sure = 0
+        found_i: list[NDArray[np.int64]] = []
+        found_j: list[NDArray[np.int64]] = []
+        for p in range(rows.size - 1):
+            r_lo, r_hi = rows[p], rows[p + 1]
+            zr_lo, zr_hi = float(self.y32[r0 + r_lo]), float(self.y32[r0 + r_hi - 1])
+            for q in range(p if diagonal else 0, cols.size - 1):
+                c_lo, c_hi = cols[q], cols[q + 1]
+                tile = S[r_lo:r_hi, c_lo:c_hi]
+                if diagonal and p == q:
+                    got = self._per_pair(tile, r0 + r_lo, c0 + c_lo, triu=True)
+                else:
+                    zc_lo = float(self.y32[c0 + c_lo])
+                    zc_hi = float(self.y32[c0 + c_hi - 1])
+                    dz_lo = max(0.0, zr_lo - zc_hi, zc_lo - zr_hi)
+                    dz_hi = max(zr_hi - zc_lo, zc_hi - zr_lo)
+                    # s <= sure_at: T >= margin for every score difference of
+                    # the tile; s >= out_at: T <= -margin for every one
+                    # (similarities lie in [-1.01, 1.01]: beyond +-2 is as far)
+                    sure_at = _f32_at_most(
+                        _clip2((a - c * dz_hi - margin - self.slack) / b)
+                    )
+                    out_at = _f32_at_least(
+                        _clip2((a - c * dz_lo + margin + self.slack) / b)
+                    )
+                    n_sure = int(np.count_nonzero(tile <= sure_at))
+                    n_band = int(np.count_nonzero(tile < out_at)) - n_sure
+                    if n_band > _BAND_SHARE * tile.size:
+                        got = self._per_pair(tile, r0 + r_lo, c0 + c_lo, triu=False)
+                    elif n_band:
+                        got = self._band(tile, sure_at, out_at, r0 + r_lo, c0 + c_lo)
+                        got = (n_sure + got[0], got[1], got[2])
+                    else:
+                        sure += n_sure
+                        continue
+                sure += got[0]
+                if got[1].size:
+                    found_i.append(got[1])
+                    found_j.append(got[2])
+        e = np.empty(0, dtype=np.int64)
+        i = np.concatenate(found_i) if found_i else e
+        j = np.concatenate(found_j) if found_j else e
+        return sure, block.n_valid, i.astype(np.int64), j.astype(np.int64), False
+
+
 def _screening_coefficients(
     engine: PairwiseEngine,
     y: NDArray[np.float64],
@@ -382,13 +553,26 @@ def _screened_count(
     o_scaling: Scaling,
     L: float,
     o_max: float,
+    sorted_scores: bool = False,
 ) -> tuple[int, int] | None:
-    """Exact Lipschitz count through float32 screening, or None on overflow."""
+    """Exact Lipschitz count through float32 screening, or None on overflow.
+
+    ``sorted_scores``: ``engine`` holds the essays sorted by ``y`` (ascending),
+    so the sorted screen may count them (the same decisions, fewer operations).
+    """
     a, b, c, margin = _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max)
     settle = _Settler(engine, y, d_scaling, o_scaling, L)
-    sure, n_eval, i, j, overflow = engine.map_reduce(
-        _ScreenedLipschitzCounter(y, a, b, c, margin, settle=settle)
-    )
+    counter: _ScreenedLipschitzCounter
+    if (
+        sorted_scores
+        and engine.backend == "numpy"
+        and np.float32(b) > 0  # else every pair is screened alike: nothing to sort
+        and math.isfinite(margin)
+    ):
+        counter = _SortedScreenedLipschitzCounter(y, a, b, c, margin)
+    else:
+        counter = _ScreenedLipschitzCounter(y, a, b, c, margin, settle=settle)
+    sure, n_eval, i, j, overflow = engine.map_reduce(counter)
     if overflow:
         return None
     ok = _settle(engine, y, i, j, d_scaling, o_scaling, L)
@@ -565,6 +749,13 @@ def lipschitz_fraction(
     d_range: tuple[float, float] | None
     if exact:
         counted = None
+        # sorted by score, the screen counts each block in a few comparisons
+        # per tile of near-equal scores (_SortedScreenedLipschitzCounter); the
+        # count over all pairs does not depend on the order
+        by_score = engine.screenable and engine.backend == "numpy" and engine.groups is None
+        if by_score:
+            order = np.argsort(y, kind="stable")
+            engine, y = engine.reordered(order), y[order]
         # Large dense problems: a float32 product decides most pairs and exact
         # float64 distances settle the rest. Both passes must use the same exact
         # distances, so a failed screening redoes both in float64.
@@ -579,7 +770,13 @@ def lipschitz_fraction(
             o_scaling = _scaling(*o_range, normalize, "score difference")
             if screened:
                 counted = _screened_count(
-                    engine, y, d_scaling, o_scaling, lipschitz_constant, o_range[1]
+                    engine,
+                    y,
+                    d_scaling,
+                    o_scaling,
+                    lipschitz_constant,
+                    o_range[1],
+                    sorted_scores=by_score,
                 )
             else:
                 reducer = _LipschitzCounter(y, d_scaling, o_scaling, lipschitz_constant)

@@ -774,15 +774,53 @@ class PairwiseEngine:
             scaled: NDArray[np.float64] = np.ldexp(X, -np.frexp(top)[1][:, None])
             norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
             self._zero = norms == 0
-            self._unit = np.divide(
-                scaled,
-                norms[:, None],
-                out=np.zeros_like(scaled),
-                where=norms[:, None] > 0,
-            )
+            # scaled is ours (ldexp made it): divided in place; zero rows stay 0
+            np.divide(scaled, np.where(self._zero, 1.0, norms)[:, None], out=scaled)
+            self._unit = scaled
             n_terms = scaled.shape[1]
         self._any_zero = bool(self._zero.any())
         self._snap = 8 * max(n_terms, 1) * np.finfo(np.float64).eps
+
+    def reordered(self, order: ArrayLike) -> PairwiseEngine:
+        """A copy of this engine whose essay ``i`` is this engine's ``order[i]``.
+
+        For dense input under the cosine distance with no group filter. The
+        copy's unit rows are this engine's, permuted (bitwise equal), so every
+        distance, screen and count of a pair is the same; a count over all
+        pairs does not depend on the order. :func:`lipschitz_fraction` sorts
+        the essays by score, so that each block's score differences come in a
+        few constant runs (see ``_SortedScreenedLipschitzCounter``).
+
+        Parameters
+        ----------
+        order : array-like of int of shape (n_samples,)
+            A permutation of ``range(n_samples)``.
+
+        Returns
+        -------
+        engine : PairwiseEngine
+            The permuted copy, with empty block caches.
+        """
+        import copy
+
+        if self.metric != "cosine" or sp.issparse(self._unit) or self.groups is not None:
+            raise ValueError(
+                "reordered() needs dense input under metric='cosine' and no groups"
+            )
+        order = np.asarray(order, dtype=np.intp)
+        if order.shape != (self.n_samples,) or not np.array_equal(
+            np.sort(order), np.arange(self.n_samples)
+        ):
+            raise ValueError(f"order must be a permutation of range({self.n_samples})")
+        new = copy.copy(self)
+        new._unit = self._unit[order]
+        new._zero = self._zero[order]
+        if getattr(self, "_unit32", None) is not None:
+            new._unit32 = self._unit32[order]
+        new._cache = new._screen_cache = None
+        new._triu = {}
+        new._torch = None
+        return new
 
     def _count_pairs(self) -> int:
         if self.groups is None or self.pairs == "all":
@@ -1068,6 +1106,10 @@ class PairwiseEngine:
             # similarity is within twice the error bound of the largest one (and
             # likewise for the maximum): find the blocks holding such pairs, then
             # the pairs, then their exact distances.
+            found = self._bf16_extreme_candidates()
+            if found is not None and found[0].size and self.n_pairs:
+                d = self.paired_distances(*found)
+                return float(d.min()), float(d.max()), self.n_pairs
             ranges, count = self.map_reduce(_ScreenedRange())
             if not count:
                 return None
@@ -1085,6 +1127,40 @@ class PairwiseEngine:
             hi = self.paired_distances(*low)
             return float(lo.min()), float(hi.max()), count
         return self.map_reduce(MinMaxReducer())
+
+    def _bf16_extreme_candidates(self) -> Pairs | None:
+        """Candidates for both extremes from bfloat16 products, or None (not used here).
+
+        With ``get_config()["bf16_range"]``, on the NumPy backend, on a CPU with
+        AMX bfloat16 tiles, for many essays and when torch is installed
+        (:data:`._torch_pairs.BF16_MIN_ESSAYS`): every pair whose bfloat16
+        similarity is within ``2 * e16 + 4 * e32`` of the bfloat16 extremes
+        (``e16`` the bound of ``_torch_pairs.bf16_error``, ``e32`` of
+        :attr:`screen_error`). These include every candidate of the float32
+        pass (float32 similarity within ``2 * e32`` of the float32 extreme), so
+        the exact extremes over them are the same. None also when there are
+        too many (massive near-ties); the float32 pass then runs.
+        """
+        import importlib.util
+        import sys
+
+        n_min = _torch_pairs.BF16_MIN_ESSAYS[0 if "torch" in sys.modules else 1]
+        if (
+            not get_config()["bf16_range"]
+            or self.backend != "numpy"
+            or self.n_samples < n_min
+            or self.groups is not None
+            or self._any_zero  # two zero rows: distance 0, which products do not give
+            or self._unit.shape[1] > 2**14
+            or not _torch_pairs.cpu_has_amx_bf16()
+            or importlib.util.find_spec("torch") is None
+        ):
+            return None
+        self._prepare_screening()
+        window = 2 * _torch_pairs.bf16_error(self._unit.shape[1]) + 4 * self.screen_error
+        return _torch_pairs.bf16_extreme_candidates(
+            self._unit32, self._block_specs(), window
+        )
 
     def _iter_partials(
         self, reducer: Reducer[_P], specs: Sequence[BlockSpec]
