@@ -342,10 +342,10 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
         # rounding of the five float32 operations of ``statistic`` (each at most
         # u32 times a value <= big), doubled, and of the float64 thresholds
         self.slack = 16 * u32 * big + 16 * u64 * big
-        self._lower: dict[tuple[int, ...], NDArray[np.bool_]] = {}
+        self._masks: dict[tuple[int, ...], NDArray[np.bool_]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_lower": {}}
+        return {**self.__dict__, "_masks": {}}
 
     def _runs(self, start: int, stop: int) -> NDArray[np.intp]:
         """Boundaries of the runs of rows ``start:stop`` (block coordinates)."""
@@ -368,23 +368,18 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
             np.multiply(diff, self.c, out=diff)
             np.subtract(T, diff, out=T)
         if triu:  # a square tile on the diagonal: the pairs i < j only
-            lower = self._lower.get(T.shape)
-            if lower is None:
-                lower = self._lower[T.shape] = ~np.triu(np.ones(T.shape, dtype=bool), k=1)
-            T[lower] = -np.inf
+            T[~self._upper(T.shape)] = -np.inf
         sure = int(np.count_nonzero(T >= self.margin))
         np.abs(T, out=T)
         pos = np.flatnonzero(T < self.margin)
         return sure, rs + pos // tile.shape[1], cs + pos % tile.shape[1]
 
     def _band(
-        self, tile: NDArray[np.float32], lo: np.float32, hi: np.float32, rs: int, cs: int
+        self, tile: NDArray[np.float32], pos: NDArray[np.intp], rs: int, cs: int
     ) -> tuple[int, NDArray[np.int64], NDArray[np.int64]]:
-        """``statistic`` on the pairs of ``tile`` with ``lo < s < hi`` only."""
-        pos = np.flatnonzero((tile > lo) & (tile < hi))
+        """``statistic`` on the pairs of ``tile`` at flat positions ``pos`` only."""
         i, j = rs + pos // tile.shape[1], cs + pos % tile.shape[1]
-        T = np.multiply(tile.reshape(-1)[pos] if tile.flags.c_contiguous
-                        else tile[i - rs, j - cs], -self.b)  # fmt: skip
+        T = np.multiply(tile[i - rs, j - cs], -self.b)
         np.add(T, self.a, out=T)
         if self.c:
             diff = np.subtract(self.y32[i], self.y32[j])
@@ -395,6 +390,12 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
         np.abs(T, out=T)
         keep = T < self.margin
         return sure, i[keep], j[keep]
+
+    def _upper(self, shape: tuple[int, ...]) -> NDArray[np.bool_]:
+        upper = self._masks.get(shape)
+        if upper is None:
+            upper = self._masks[shape] = np.triu(np.ones(shape, dtype=bool), k=1)
+        return upper
 
     def map(self, block: PairBlock) -> ScreenedCounts:
         S = block.checked_similarities()
@@ -415,32 +416,33 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
             for q in range(p if diagonal else 0, cols.size - 1):
                 c_lo, c_hi = cols[q], cols[q + 1]
                 tile = S[r_lo:r_hi, c_lo:c_hi]
-                if diagonal and p == q:
-                    got = self._per_pair(tile, r0 + r_lo, c0 + c_lo, triu=True)
+                on_diagonal = diagonal and p == q  # a square tile: pairs i < j only
+                zc_lo = float(self.y32[c0 + c_lo])
+                zc_hi = float(self.y32[c0 + c_hi - 1])
+                dz_lo = max(0.0, zr_lo - zc_hi, zc_lo - zr_hi)
+                dz_hi = max(zr_hi - zc_lo, zc_hi - zr_lo)
+                # s <= sure_at: T >= margin for every score difference of the
+                # tile; s >= out_at: T <= -margin for every one (similarities
+                # lie in [-1.01, 1.01]: beyond +-2 is as far); sure_at < out_at
+                sure_at = _f32_at_most(_clip2((a - c * dz_hi - margin - self.slack) / b))
+                out_at = _f32_at_least(_clip2((a - c * dz_lo + margin + self.slack) / b))
+                is_sure = tile <= sure_at
+                inside = tile < out_at
+                if on_diagonal:
+                    upper = self._upper(tile.shape)
+                    np.logical_and(is_sure, upper, out=is_sure)
+                    np.logical_and(inside, upper, out=inside)
+                n_sure = int(np.count_nonzero(is_sure))
+                n_band = int(np.count_nonzero(inside)) - n_sure
+                if n_band > _BAND_SHARE * tile.size:
+                    got = self._per_pair(tile, r0 + r_lo, c0 + c_lo, triu=on_diagonal)
+                elif n_band:
+                    np.logical_xor(inside, is_sure, out=inside)
+                    got = self._band(tile, np.flatnonzero(inside), r0 + r_lo, c0 + c_lo)
+                    got = (n_sure + got[0], got[1], got[2])
                 else:
-                    zc_lo = float(self.y32[c0 + c_lo])
-                    zc_hi = float(self.y32[c0 + c_hi - 1])
-                    dz_lo = max(0.0, zr_lo - zc_hi, zc_lo - zr_hi)
-                    dz_hi = max(zr_hi - zc_lo, zc_hi - zr_lo)
-                    # s <= sure_at: T >= margin for every score difference of
-                    # the tile; s >= out_at: T <= -margin for every one
-                    # (similarities lie in [-1.01, 1.01]: beyond +-2 is as far)
-                    sure_at = _f32_at_most(
-                        _clip2((a - c * dz_hi - margin - self.slack) / b)
-                    )
-                    out_at = _f32_at_least(
-                        _clip2((a - c * dz_lo + margin + self.slack) / b)
-                    )
-                    n_sure = int(np.count_nonzero(tile <= sure_at))
-                    n_band = int(np.count_nonzero(tile < out_at)) - n_sure
-                    if n_band > _BAND_SHARE * tile.size:
-                        got = self._per_pair(tile, r0 + r_lo, c0 + c_lo, triu=False)
-                    elif n_band:
-                        got = self._band(tile, sure_at, out_at, r0 + r_lo, c0 + c_lo)
-                        got = (n_sure + got[0], got[1], got[2])
-                    else:
-                        sure += n_sure
-                        continue
+                    sure += n_sure
+                    continue
                 sure += got[0]
                 if got[1].size:
                     found_i.append(got[1])
