@@ -209,3 +209,46 @@ def test_bf16_range_setting_is_validated():
     with pytest.raises(TypeError, match="bf16_range"):
         sklearn_fairaes.set_config(bf16_range="yes")
     assert sklearn_fairaes.get_config()["bf16_range"] is True
+
+
+# -- threads of the in-process float32 passes --------------------------------
+@pytest.mark.parametrize("screen_cache", [True, False])
+def test_threaded_screened_passes_equal_the_sequential_ones(monkeypatch, screen_cache):
+    from threadpoolctl import threadpool_info
+
+    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    if not screen_cache:
+        monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
+    monkeypatch.setattr(P, "_TASK_PAIRS", 20_000)  # many chunks
+    X, y = _problem(1500, 12, "continuous", seed=8)
+    seen = []
+    real = I._SortedScreenedLipschitzCounter.map
+
+    def spy(self, block):
+        seen.append(
+            max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        )
+        return real(self, block)
+
+    monkeypatch.setattr(I._SortedScreenedLipschitzCounter, "map", spy)
+    default = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    results = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(P, "_screen_threads", lambda n, t=threads: min(t, n))
+        seen.clear()
+        res = lipschitz_fraction(X, y, return_counts=True, block_size=128)
+        results[threads] = (res.n_satisfied, res.distance_range)
+        # BLAS runs on one core per thread inside the threaded pass only
+        assert set(seen) == ({1} if threads == 2 else {default})
+    assert results[1] == results[2]
+    assert results[1][0] == _naive(X, y)
+
+
+def test_screen_threads_follow_blas_threads():
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        assert P._screen_threads(50) == 1
+    assert P._screen_threads(1) == 1
+    with threadpool_limits(2, user_api="blas"):
+        assert P._screen_threads(50) == 2

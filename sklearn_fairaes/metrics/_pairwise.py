@@ -148,6 +148,8 @@ _CACHE_BYTES = 64 * 2**20
 #: the first screened pass for the second (N up to about 10,000 with 2048
 #: blocks), which then needs no matrix product.
 _SCREEN_CACHE_BYTES = 2**28
+#: Most threads of an in-process float32-screened pass (one block each).
+_MAX_SCREEN_THREADS = 8
 
 #: Pairs per joblib task. Fixed (not derived from n_jobs) so that floating
 #: point sums are combined in the same grouping whatever the parallelism.
@@ -556,6 +558,18 @@ def _chunk_specs(specs: Sequence[BlockSpec]) -> list[list[BlockSpec]]:
     if current:
         tasks.append(current)
     return tasks
+
+
+def _screen_threads(n_chunks: int) -> int:
+    """Threads for an in-process float32-screened pass: as many as BLAS would use.
+
+    BLAS's own thread count is what this process may use (joblib's workers,
+    for one, limit it to their share of the cores).
+    """
+    from threadpoolctl import threadpool_info
+
+    blas = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(1, min(max(blas, default=1), n_chunks, _MAX_SCREEN_THREADS))
 
 
 def _fold(reducer: Reducer[_P], parts: Iterable[_P]) -> _P:
@@ -1185,23 +1199,57 @@ class PairwiseEngine:
                 and self._total_entries() * 4 <= _SCREEN_CACHE_BYTES
             ):
                 self._screen_cache = {}
+
+            def make_block(spec: BlockSpec) -> PairBlock:
+                return self._make_block(spec, kind)
+
+            make: Callable[[BlockSpec], PairBlock] | None = make_block
             if self._screen_cache is not None:
                 screen_cache = self._screen_cache
                 # In-process; a reducer that overwrites its blocks consumes them.
                 consumes = getattr(reducer, "consumes_blocks", False)
 
                 def screened(spec: BlockSpec) -> PairBlock:
-                    block = screen_cache.get(spec)
+                    # dict get/set/pop are atomic: safe from the threads below
+                    block = (
+                        screen_cache.pop(spec, None) if consumes else screen_cache.get(spec)
+                    )
                     if block is None:
                         block = self._make_block(spec, kind)
                         if not consumes:
                             screen_cache[spec] = block
-                    elif consumes:
-                        del screen_cache[spec]
                     return block
 
-                for chunk in chunks:
-                    yield _fold(reducer, (reducer.map(screened(s)) for s in chunk))
+                make = screened
+            elif not in_process:
+                make = None  # the workers below make their blocks
+            if make is not None:
+                threads = _screen_threads(len(chunks))
+
+                def run(
+                    chunk: list[BlockSpec], make: Callable[..., PairBlock] = make
+                ) -> _P:
+                    return _fold(reducer, (reducer.map(make(spec)) for spec in chunk))
+
+                if threads == 1:
+                    yield from map(run, chunks)
+                    return
+                # Two blocks at once, BLAS on one core each: each thread's
+                # element-wise screen (one core in NumPy) then overlaps the
+                # other's product, where one two-core product at a time left a
+                # core idle during every screen (N=50,000: 7.7 s -> 5.9 s).
+                # The chunks' results come back in order, as on every path.
+                from concurrent.futures import ThreadPoolExecutor
+
+                from threadpoolctl import threadpool_limits
+
+                with (
+                    threadpool_limits(1, user_api="blas"),
+                    ThreadPoolExecutor(
+                        threads, thread_name_prefix="sklearn_fairaes-pairs"
+                    ) as pool,
+                ):
+                    yield from pool.map(run, chunks)
                 return
         if self._cache is not None and kind == "distance":
             cache = self._cache
