@@ -252,3 +252,31 @@ def test_screen_threads_follow_blas_threads():
     assert P._screen_threads(1) == 1
     with threadpool_limits(2, user_api="blas"):
         assert P._screen_threads(50) == 2
+
+
+def test_threaded_float64_passes_equal_the_sequential_ones(monkeypatch):
+    from sklearn_fairaes.metrics import _review as R
+    from sklearn_fairaes.metrics._individual import score_distance_curve
+
+    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
+    monkeypatch.setattr(P, "_TASK_PAIRS", 20_000)
+    X, y = _problem(900, 12, "integer", seed=9)
+    out = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(P, "_screen_threads", lambda n, t=threads: min(t, n))
+        curve = score_distance_curve(X, y, block_size=100)
+        review = R._review_all(X, y, n_neighbors=5, top=20, block_size=100)
+        out[threads] = (curve.mean_abs_diff.tolist(), _plain(review))
+    assert out[1] == out[2]
+
+
+def _plain(value):
+    """Nested results as lists and tuples, for an exact comparison."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
