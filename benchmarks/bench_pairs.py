@@ -302,8 +302,20 @@ def _blas_kernels():
 
 def engine_ratio_child(sizes, dim, repeat, block_size):
     """One process of [5]: the ratio at each size under this process's kernel."""
+    from sklearn_fairaes.metrics import _individual
     from sklearn_fairaes.metrics._individual import lipschitz_fraction
     from sklearn_fairaes.metrics._pairwise import DEFAULT_BLOCK_SIZE
+
+    # the pairs the float32 screen leaves to float64: at a million essays they
+    # decide whether the count stays under _MAX_UNDECIDED (else float64 blocks)
+    settled = []
+    real_settle = _individual._settle
+
+    def counting_settle(engine, y, i, j, *args):
+        settled.append(i.size)
+        return real_settle(engine, y, i, j, *args)
+
+    _individual._settle = counting_settle
 
     bs = block_size or DEFAULT_BLOCK_SIZE
     lipschitz_fraction(*random_problem(500, dim))  # imports and BLAS threads started
@@ -316,13 +328,16 @@ def engine_ratio_child(sizes, dim, repeat, block_size):
             t0 = time.perf_counter()
             bare_products(X, bs, np.float32)
             t_bare = min(t_bare, time.perf_counter() - t0)
+            settled.clear()
             t0 = time.perf_counter()
             res = lipschitz_fraction(X, y, return_counts=True, block_size=bs)
             t = time.perf_counter() - t0
             t_lf = min(t_lf, t)
         print(f"      N={n:>9,}: lipschitz_fraction {t_lf:7.2f} s, bare float32 products "
               f"{t_bare:7.2f} s -> ratio {t_lf / t_bare:.2f}x "
-              f"({res.n_satisfied:,} of {res.n_pairs:,} pairs)", flush=True)  # fmt: skip
+              f"({res.n_satisfied:,} of {res.n_pairs:,} pairs; {sum(settled):,} settled "
+              f"in float64, {sum(settled) / res.n_pairs:.1e} of them, cap "
+              f"{_individual._MAX_UNDECIDED:,})", flush=True)  # fmt: skip
 
 
 def bench_engine_ratio(sizes, dim, repeat, block_size, alternative):
