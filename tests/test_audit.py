@@ -835,3 +835,57 @@ def test_a_paraphraser_without_wordnet_skips_the_section_with_a_note(demo, monke
     notes = [n for n in res.meta["notes"] if "Paraphrase robustness skipped" in n]
     assert len(notes) == 1 and "WordNet not found (test)" in notes[0]
     assert "paraphrase" not in res.tables or res.tables["paraphrase"].empty
+
+
+def test_the_paraphrase_thread_shortens_the_switch_interval_and_restores_it(
+    demo, monkeypatch
+):
+    # while the paraphrases run beside the encoders the GIL changes hands every
+    # 0.2 ms (report._build); afterwards the interpreter's own value is back
+    import sys
+
+    from sklearn_fairaes.paraphrase import WordNetParaphraser
+    from sklearn_fairaes.report import _build
+
+    seen = []
+    real = WordNetParaphraser.fit_transform
+
+    def spy(self, essays):
+        seen.append(sys.getswitchinterval())
+        return real(self, essays)
+
+    monkeypatch.setattr(WordNetParaphraser, "fit_transform", spy)
+    before = sys.getswitchinterval()
+    res = sf.audit(
+        demo.iloc[:30],
+        text_col="essay",
+        score_col="score",
+        representations=["tfidf"],
+        models=["ridge"],
+        cv=3,
+    )
+    assert seen == [pytest.approx(_build._OVERLAP_SWITCH_INTERVAL)]
+    assert sys.getswitchinterval() == before
+    assert not res.tables["paraphrase"].empty
+
+
+def test_switch_interval_is_not_restored_over_another_setting():
+    import sys
+
+    from sklearn_fairaes.report._build import _SwitchInterval
+
+    before = sys.getswitchinterval()
+    try:
+        switch = _SwitchInterval(0.0003)
+        switch.set()
+        assert sys.getswitchinterval() == pytest.approx(0.0003)
+        switch.restore()
+        assert sys.getswitchinterval() == before
+        switch.set()
+        sys.setswitchinterval(0.004)  # someone else's choice meanwhile
+        switch.restore()
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+        switch.restore()  # a second restore changes nothing
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+    finally:
+        sys.setswitchinterval(before)
