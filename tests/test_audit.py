@@ -889,3 +889,39 @@ def test_switch_interval_is_not_restored_over_another_setting():
         assert sys.getswitchinterval() == pytest.approx(0.004)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_baseline_folds_in_threads_give_the_sequential_predictions():
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.model_selection import KFold, cross_val_predict
+
+    from sklearn_fairaes.report._build import _out_of_fold, make_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 6))
+    y = X[:, 0] * 3 + rng.normal(size=120)
+    folds = KFold(4, shuffle=True, random_state=0)
+    for name in ("gradient_boosting", "random_forest", "ridge"):
+        model = make_model(name, random_state=0, n_jobs=None)
+        ref = cross_val_predict(model, X, y, cv=folds)
+        assert np.array_equal(_out_of_fold(model, X, y, folds, None), ref)
+        assert np.array_equal(_out_of_fold(model, X, y, folds, 1), ref)
+
+    threads = set()
+
+    class Recording(RegressorMixin, BaseEstimator):
+        # a user's estimator: fitted in the calling thread, fold after fold
+        def fit(self, X, y):
+            import threading
+
+            threads.add(threading.get_ident())
+            self.mean_ = float(np.mean(y))
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    _out_of_fold(Recording(), X, y, folds, None)
+    import threading
+
+    assert threads == {threading.get_ident()}

