@@ -1377,9 +1377,9 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, int
     # While that thread runs, the interpreter hands the GIL over every 0.2 ms
     # instead of every 5: the encoder's Python between torch operations
     # otherwise waits up to 5 ms for the paraphraser at each of them.
-    # Measured, MiniLM with a busy Python thread beside it: 12.4 -> 18.1
-    # essays/s, the Python thread 14% slower. Restored when the paraphrases
-    # are done.
+    # MiniLM beside a busy Python thread: 12.6 -> 18.9 essays/s, the Python
+    # thread 21% slower (benchmarks/bench_gil_overlap.py). Restored when the
+    # paraphrases are done.
     pool = ThreadPoolExecutor(1, thread_name_prefix="fairaes-paraphrases")
     paraphrased: dict[str, Future[list[str]]] = {}
     switch = _SwitchInterval(_OVERLAP_SWITCH_INTERVAL)
