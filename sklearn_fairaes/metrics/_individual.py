@@ -46,6 +46,8 @@ from ._pairwise import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
     import scipy.sparse as sp
     from numpy.typing import ArrayLike, NDArray
@@ -233,16 +235,28 @@ class _ScreenedLipschitzCounter:
     def statistic(self, block: PairBlock) -> NDArray[np.float32]:
         """``T`` of every pair of the block; pairs outside its mask get ``-inf``."""
         T = block.checked_similarities()
-        np.multiply(T, -self.b, out=T)
-        np.add(T, self.a, out=T)
-        if self.c:
-            diff = np.subtract.outer(self.y32[block.rows], self.y32[block.cols])
-            np.abs(diff, out=diff)
-            np.multiply(diff, self.c, out=diff)
-            np.subtract(T, diff, out=T)
+        self._screen(
+            T, lambda: np.subtract.outer(self.y32[block.rows], self.y32[block.cols])
+        )
         if block.mask is not None:
             T[~block.mask] = -np.inf
         return T
+
+    def _screen(
+        self, T: NDArray[np.float32], differences: Callable[[], NDArray[np.float32]]
+    ) -> None:
+        """``T = a - b * T - c * |differences()|`` in place, in float32, in this order.
+
+        The one sequence of float32 operations every screen uses (the margin
+        bounds its rounding); ``differences`` is called only when ``c != 0``.
+        """
+        np.multiply(T, -self.b, out=T)
+        np.add(T, self.a, out=T)
+        if self.c:
+            diff = differences()
+            np.abs(diff, out=diff)
+            np.multiply(diff, self.c, out=diff)
+            np.subtract(T, diff, out=T)
 
     def undecided(self, block: PairBlock, T: NDArray[np.float32]) -> Pairs:
         """Global ``(i, j)`` of the pairs within the margin (``T`` is overwritten)."""
@@ -358,15 +372,13 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
         self, tile: NDArray[np.float32], rs: int, cs: int, triu: bool
     ) -> tuple[int, NDArray[np.int64], NDArray[np.int64]]:
         """``statistic`` on one tile (a copy); global indices of its undecided pairs."""
-        T = np.multiply(tile, -self.b)
-        np.add(T, self.a, out=T)
-        if self.c:
-            diff = np.subtract.outer(
+        T = tile.copy()
+        self._screen(
+            T,
+            lambda: np.subtract.outer(
                 self.y32[rs : rs + tile.shape[0]], self.y32[cs : cs + tile.shape[1]]
-            )
-            np.abs(diff, out=diff)
-            np.multiply(diff, self.c, out=diff)
-            np.subtract(T, diff, out=T)
+            ),
+        )
         if triu:  # a square tile on the diagonal: the pairs i < j only
             T[~self._upper(T.shape)] = -np.inf
         sure = int(np.count_nonzero(T >= self.margin))
@@ -379,13 +391,8 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
     ) -> tuple[int, NDArray[np.int64], NDArray[np.int64]]:
         """``statistic`` on the pairs of ``tile`` at flat positions ``pos`` only."""
         i, j = rs + pos // tile.shape[1], cs + pos % tile.shape[1]
-        T = np.multiply(tile[i - rs, j - cs], -self.b)
-        np.add(T, self.a, out=T)
-        if self.c:
-            diff = np.subtract(self.y32[i], self.y32[j])
-            np.abs(diff, out=diff)
-            np.multiply(diff, self.c, out=diff)
-            np.subtract(T, diff, out=T)
+        T = tile[i - rs, j - cs]  # a copy (fancy indexing)
+        self._screen(T, lambda: np.subtract(self.y32[i], self.y32[j]))
         sure = int(np.count_nonzero(T >= self.margin))
         np.abs(T, out=T)
         keep = T < self.margin
