@@ -140,14 +140,15 @@ def set_config(
         ``"cpu"``).
     bf16_range : bool, default=None
         Whether the NumPy backend's distance-range pass over many essays
-        (20,000 or more; 40,000 when torch is not imported yet) may first
-        locate the blocks holding the nearest and the farthest pairs with
-        bfloat16 matrix products in torch, on CPUs with AMX bfloat16 units
-        (Intel Xeon 4th generation and later), where they are about five times
-        as fast as float32 products. Only those blocks are then screened in
-        float32, so the range, and every count normalised by it, is exactly
-        the same. Nothing changes without torch or without AMX. None leaves
-        the setting unchanged (default True).
+        (20,000 or more; 40,000 when torch is not imported yet) may take the
+        candidates for the nearest and the farthest pair from bfloat16 matrix
+        products in torch, on CPUs with AMX bfloat16 units (Intel Xeon 4th
+        generation and later), where they are about five times as fast as
+        float32 products. The window around the extremes holds every
+        candidate of the float32 pass, and the candidates' exact distances
+        give the range, so the range, and every count normalised by it, is
+        exactly the same. Nothing changes without torch or without AMX. None
+        leaves the setting unchanged (default True).
 
     Raises
     ------

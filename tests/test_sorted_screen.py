@@ -234,7 +234,7 @@ def test_threaded_screened_passes_equal_the_sequential_ones(monkeypatch, screen_
     default = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
     results = {}
     for threads in (1, 2):
-        monkeypatch.setattr(P, "_screen_threads", lambda n, t=threads: min(t, n))
+        monkeypatch.setattr(P, "_pass_threads", lambda n, t=threads: min(t, n))
         seen.clear()
         res = lipschitz_fraction(X, y, return_counts=True, block_size=128)
         results[threads] = (res.n_satisfied, res.distance_range)
@@ -244,14 +244,14 @@ def test_threaded_screened_passes_equal_the_sequential_ones(monkeypatch, screen_
     assert results[1][0] == _naive(X, y)
 
 
-def test_screen_threads_follow_blas_threads():
+def test_pass_threads_follow_blas_threads():
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1, user_api="blas"):
-        assert P._screen_threads(50) == 1
-    assert P._screen_threads(1) == 1
+        assert P._pass_threads(50) == 1
+    assert P._pass_threads(1) == 1
     with threadpool_limits(2, user_api="blas"):
-        assert P._screen_threads(50) == 2
+        assert P._pass_threads(50) == 2
 
 
 def test_threaded_float64_passes_equal_the_sequential_ones(monkeypatch):
@@ -264,7 +264,7 @@ def test_threaded_float64_passes_equal_the_sequential_ones(monkeypatch):
     X, y = _problem(900, 12, "integer", seed=9)
     out = {}
     for threads in (1, 2):
-        monkeypatch.setattr(P, "_screen_threads", lambda n, t=threads: min(t, n))
+        monkeypatch.setattr(P, "_pass_threads", lambda n, t=threads: min(t, n))
         curve = score_distance_curve(X, y, block_size=100)
         review = R._review_all(X, y, n_neighbors=5, top=20, block_size=100)
         out[threads] = (curve.mean_abs_diff.tolist(), _plain(review))

@@ -148,8 +148,8 @@ _CACHE_BYTES = 64 * 2**20
 #: the first screened pass for the second (N up to about 10,000 with 2048
 #: blocks), which then needs no matrix product.
 _SCREEN_CACHE_BYTES = 2**28
-#: Most threads of an in-process float32-screened pass (one block each).
-_MAX_SCREEN_THREADS = 8
+#: Most threads of an in-process pass over the blocks (one block each).
+_MAX_PASS_THREADS = 8
 
 #: Pairs per joblib task. Fixed (not derived from n_jobs) so that floating
 #: point sums are combined in the same grouping whatever the parallelism.
@@ -560,8 +560,8 @@ def _chunk_specs(specs: Sequence[BlockSpec]) -> list[list[BlockSpec]]:
     return tasks
 
 
-def _screen_threads(n_chunks: int) -> int:
-    """Threads for an in-process float32-screened pass: as many as BLAS would use.
+def _pass_threads(n_chunks: int) -> int:
+    """Threads for an in-process pass over the blocks: as many as BLAS would use.
 
     BLAS's own thread count is what this process may use (joblib's workers,
     for one, limit it to their share of the cores).
@@ -569,7 +569,7 @@ def _screen_threads(n_chunks: int) -> int:
     from threadpoolctl import threadpool_info
 
     blas = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
-    return max(1, min(max(blas, default=1), n_chunks, _MAX_SCREEN_THREADS))
+    return max(1, min(max(blas, default=1), n_chunks, _MAX_PASS_THREADS))
 
 
 def _in_threads(
@@ -586,7 +586,7 @@ def _in_threads(
     so they are the same. Reducers keep no state across ``map`` calls, or keep
     it per thread (the review's fused pass).
     """
-    threads = _screen_threads(len(chunks))
+    threads = _pass_threads(len(chunks))
     if threads == 1:
         yield from map(run, chunks)
         return
@@ -1141,8 +1141,11 @@ class PairwiseEngine:
         With ``screened=True`` (only when :attr:`screenable`), a float32 pass
         finds the candidates for both extremes and their distances are computed
         by :meth:`paired_distances`, the exact values that screened reducers
-        use; None when there are too many candidates (massive ties). Otherwise
-        the extremes of the float64 blocks.
+        use; None when there are too many candidates (massive ties). On CPUs
+        with AMX the candidates come from bfloat16 products instead, within a
+        window that holds every float32 candidate
+        (:meth:`_bf16_extreme_candidates`): the same range. Otherwise the
+        extremes of the float64 blocks.
         """
         if screened:
             # A pair can hold the exact minimum distance only if its float32
@@ -1229,10 +1232,6 @@ class PairwiseEngine:
             ):
                 self._screen_cache = {}
 
-            def make_block(spec: BlockSpec) -> PairBlock:
-                return self._make_block(spec, kind)
-
-            make: Callable[[BlockSpec], PairBlock] | None = make_block
             if self._screen_cache is not None:
                 screen_cache = self._screen_cache
                 # In-process; a reducer that overwrites its blocks consumes them.
@@ -1249,17 +1248,10 @@ class PairwiseEngine:
                             screen_cache[spec] = block
                     return block
 
-                make = screened
-            elif not in_process:
-                make = None  # the workers below make their blocks
-            if make is not None:
+                def run_cached(chunk: list[BlockSpec]) -> _P:
+                    return _fold(reducer, (reducer.map(screened(s)) for s in chunk))
 
-                def run(
-                    chunk: list[BlockSpec], make: Callable[..., PairBlock] = make
-                ) -> _P:
-                    return _fold(reducer, (reducer.map(make(spec)) for spec in chunk))
-
-                yield from _in_threads(run, chunks)
+                yield from _in_threads(run_cached, chunks)
                 return
         if self._cache is not None and kind == "distance":
             cache = self._cache
