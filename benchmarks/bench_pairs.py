@@ -24,7 +24,11 @@ Measured in one run:
    public functions called one after the other are timed
    as well (each makes its own passes). ``--review-phases`` runs the shared
    pass once more with each of its phases timed (the range pass, the engine's
-   blocks, the fused pass's parts), for when the target is missed.
+   blocks, the screened pass's per-pair work, the exact neighbours,
+   violations and quantiles; the fused float64 pass's parts where the screen
+   refuses the problem), for when the target is missed. ``--review-numpy``
+   times the shared pass once more with its per-pair work in NumPy, as it
+   runs without numba (the ``fast`` extra).
 5. Issue 18, ``--engine-ratio``: ``lipschitz_fraction`` against the bare
    float32 upper-triangle products (blocks of the engine's size, results
    discarded) at N=10,000 and 50,000 (``--ratio-sizes``), best of ``--repeat``
@@ -189,6 +193,7 @@ def timing_phases():
     """Time the phases of ``_review_all`` (the methods below), in a dict of seconds."""
     from sklearn_fairaes.metrics import _pairwise as P
     from sklearn_fairaes.metrics import _review as R
+    from sklearn_fairaes.metrics import _review_screened as S
 
     totals = collections.defaultdict(float)
     patched = []
@@ -214,6 +219,14 @@ def timing_phases():
     wrap(P.PairwiseEngine, "distance_range", "distance-range pass (float32 screened)")
     wrap(R, "_guess_windows", "quantile windows guessed (sampled pairs)")
     wrap(P.PairwiseEngine, "_make_block", block_kind)
+    # the screened review (dense cosine problems) and its exact settling
+    wrap(S._ScreenedReview, "map", "screened pass: per-pair work of the blocks")
+    wrap(S._ScreenedReview, "combine", "screened pass: combining partial results")
+    wrap(S, "_neighbors", "exact neighbours from the candidates")
+    wrap(S, "_violations", "exact violations from the candidates")
+    wrap(S, "_quantile", "exact quantile constants from the windows")
+    wrap(P.PairwiseEngine, "paired_distances", "paired distances (inside the three above)")
+    # the float64 fused pass (problems the screen cannot take)
     wrap(R._FusedReview, "_map_neighbors", "fused pass: neighbours")
     wrap(
         R._FusedReview,
@@ -228,7 +241,9 @@ def timing_phases():
             setattr(owner, name, real)
 
 
-def bench_review(n, dim, block_size, n_jobs, separate=True, phases=False, repeat=1):
+def bench_review(
+    n, dim, block_size, n_jobs, separate=True, phases=False, repeat=1, numpy_strips=False
+):
     from sklearn_fairaes.metrics._individual import lipschitz_fraction
     from sklearn_fairaes.metrics._review import (
         _review_all,
@@ -267,6 +282,17 @@ def bench_review(n, dim, block_size, n_jobs, separate=True, phases=False, repeat
     print(f"    Lipschitz count at L=1: {n_ok:,} (lipschitz_fraction: {res.n_satisfied:,}; "
           f"equal: {n_ok == res.n_satisfied}); violations {out['violations'][1]:,}; "
           f"95% constant {out['quantile_constants'][1]:.4f}")  # fmt: skip
+    if numpy_strips:
+        from sklearn_fairaes.metrics import _review_screened
+
+        _review_screened.USE_KERNEL = False
+        try:
+            t_np, out_np = best_of(shared, 1)
+        finally:
+            _review_screened.USE_KERNEL = True
+        same = out_np["counts"].tolist() == out["counts"].tolist()
+        print(f"    the same, per-pair work in NumPy  : {t_np:8.2f} s"
+              f"   -> ratio {t_np / t_lf:.2f}x (no numba; counts equal: {same})")  # fmt: skip
     if phases:
         with timing_phases() as totals:
             t0 = time.perf_counter()
@@ -482,6 +508,12 @@ def main(argv=None):
         help="in [4], run the shared pass once more and print where its time goes",
     )
     parser.add_argument(
+        "--review-numpy",
+        action="store_true",
+        help="in [4], time the shared pass once more with its per-pair work in NumPy "
+        "(what runs without numba, the fast extra)",
+    )
+    parser.add_argument(
         "--engine-ratio",
         action="store_true",
         help="run only [5], the ratio to the bare float32 products (issue 18)",
@@ -512,7 +544,8 @@ def main(argv=None):
     if not args.skip_review:
         bench_review(args.n_review, args.dim, args.block_size, args.n_jobs,
                      separate=not args.review_together_only,
-                     phases=args.review_phases, repeat=args.repeat)  # fmt: skip
+                     phases=args.review_phases, repeat=args.repeat,
+                     numpy_strips=args.review_numpy)  # fmt: skip
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -1,51 +1,75 @@
-"""The review metrics' fused pass of large dense cosine problems (issue 17).
+"""The review metrics' passes of large dense cosine problems (issue 17).
 
-On problems too large to cache, ``_review`` makes one fused pass over the
-float64 distance blocks (``_FusedReview``) instead of one pass of separate
-reducers. The tests force that path at small N (no cache, as the
-float32-screening tests of ``lipschitz_fraction`` do) and check it
+On problems too large to cache, ``_review`` makes one pass over float32
+similarity blocks (``_ScreenedReview``: the screen of ``lipschitz_fraction``)
+and settles exactly, pair by pair, what float32 cannot decide; a problem
+outside the screen's error bounds gets one fused pass over float64 distance
+blocks (``_FusedReview``) instead. The tests force these paths at small N (no
+cache, as the float32-screening tests of ``lipschitz_fraction`` do) and check
+them
 
-* bit for bit against the separate reducers on the same engine (the path of
-  small, sparse and precomputed problems), and
+* against the separate reducers on the same engine (the path of small, sparse
+  and precomputed problems): the same neighbours, violations, counts and
+  quantile constants (distances and constants to the last bits: the exact
+  values come from dot products pair by pair there, from matrix products
+  here), the histogram exact on the float64 path and within one bin of it on
+  the screened one (its documented bound),
 * against independent references: ``pdist``/``squareform`` with a stable
   ``argsort`` for the neighbours, explicit lists of violations, and
   ``lipschitz_fraction`` (on its own float32-screened path) for the counts,
+* the compiled kernel (numba, the ``fast`` extra) against the NumPy strips,
+  bit for bit,
 
 on data with exact ties in distance (one-hot rows: every distance is exactly
 0 or 1), duplicate essays, ties at the top-k cut and at a constant, constant
 scores and scores scaled by 1e-300 and 1e300, with one and two joblib workers.
 """
 
+import collections
 import math
 import warnings
 
 import joblib
 import numpy as np
 import pytest
+from conftest import require_module
 from scipy.spatial.distance import pdist, squareform
 
 import sklearn_fairaes as sf
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
 from sklearn_fairaes.metrics import _pairwise as P
 from sklearn_fairaes.metrics import _review
+from sklearn_fairaes.metrics import _review_screened as RS
 from sklearn_fairaes.metrics._review import _review_all
 
 
 @pytest.fixture
 def large(monkeypatch):
-    """Every dense cosine problem is 'too large to cache': the fused path."""
+    """Every dense cosine problem is 'too large to cache'; counts the blocks of each pass."""
     monkeypatch.setattr(P, "_CACHE_BYTES", 0)
     monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
     monkeypatch.setattr(P, "_TASK_PAIRS", 3000)  # many chunks for the workers
-    calls = []
-    real = _review._FusedReview.map
+    calls = collections.Counter()
+    for cls, name in ((RS._ScreenedReview, "screened"), (_review._FusedReview, "fused")):
+        real = cls.map
 
-    def counted(self, block):
-        calls.append(block.row_start)
-        return real(self, block)
+        def counted(self, block, _real=real, _name=name):
+            calls[_name] += 1
+            return _real(self, block)
 
-    monkeypatch.setattr(_review._FusedReview, "map", counted)
+        monkeypatch.setattr(cls, "map", counted)
     return calls
+
+
+@pytest.fixture(params=["kernel", "strips"])
+def per_pair(request, monkeypatch):
+    """Both implementations of the screened pass's per-pair work."""
+    if request.param == "kernel":
+        require_module("numba", "fast")
+        assert RS.kernel() is not None
+    else:
+        monkeypatch.setattr(RS, "USE_KERNEL", False)
+    return request.param
 
 
 def separate(monkeypatch, X, y, **kw):
@@ -55,7 +79,52 @@ def separate(monkeypatch, X, y, **kw):
         return _review_all(X, y, **kw)
 
 
-def assert_same(a, b):
+def float64_pass(monkeypatch, X, y, **kw):
+    """``_review_all`` through the fused float64 pass (the screen refused)."""
+    with monkeypatch.context() as m:
+        m.setattr(RS, "screened_setup", lambda *args: None)
+        return _review_all(X, y, **kw)
+
+
+def assert_histograms_agree(got, ref, exact):
+    """Equal, or (screened) every pair within one coarse bin of its exact one."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    if exact:
+        np.testing.assert_array_equal(got, ref)
+        return
+    assert got.sum() == ref.sum()
+    cg, cr = np.cumsum(got), np.cumsum(ref)
+    # fraction at or below bin k: between the exact ones at bins k - 1 and k + 1
+    assert np.all(cg[1:] >= cr[:-1]) and np.all(cg[:-1] <= cr[1:])
+    assert got[-1] == ref[-1]  # +inf: the duplicates scored apart, settled exactly
+
+
+def assert_same(a, b, exact_histogram=False, rtol=1e-12):
+    """Two results of ``_review_all`` agree: equal indices and counts; distances,
+    violations and constants to ``rtol`` (they come from different float64
+    dot products); histograms as :func:`assert_histograms_agree`."""
+    assert sorted(a) == sorted(b)
+    for key in a:
+        x, z = a[key], b[key]
+        if key == "neighbors":
+            np.testing.assert_array_equal(x[1], z[1])
+            np.testing.assert_allclose(x[0], z[0], rtol=rtol, atol=1e-15)
+        elif key == "violations":
+            np.testing.assert_allclose(x[0][0], z[0][0], rtol=rtol, atol=1e-15)
+            np.testing.assert_array_equal(x[0][1], z[0][1])
+            np.testing.assert_array_equal(x[0][2], z[0][2])
+            assert x[1] == z[1]
+        elif key == "counts":
+            np.testing.assert_array_equal(x, z)
+        elif key == "histogram":
+            assert_histograms_agree(x, z, exact_histogram)
+        elif key == "quantile_constants":
+            np.testing.assert_allclose(x, z, rtol=rtol, atol=0)
+        else:
+            assert x == z, key
+
+
+def assert_identical(a, b):
     """Two results of ``_review_all`` are identical, bit for bit."""
     assert sorted(a) == sorted(b)
     for key in a:
@@ -101,27 +170,75 @@ def gauss(rs, n=150, dim=7):
     [
         dict(n_neighbors=5, top=40),
         dict(n_neighbors=1, top=1, lipschitz_constant=0.7, constants=[0.3, 0.7, 2.0]),
-        dict(normalize="max", quantiles=(0.1, 0.5, 0.99)),
+        # (a 10% quantile is 0: 1 in 7 pairs have equal scores, and a window
+        # that reaches 0 is refused by the screen, see test_fused_pass_...)
+        dict(normalize="max", quantiles=(0.3, 0.5, 0.99)),
         dict(normalize=None, top=7, lipschitz_constant=3.0),
     ],
 )
 @pytest.mark.parametrize("block_size", [16, 37, 2048])
-def test_fused_pass_equals_the_separate_reducers(large, monkeypatch, rs, kw, block_size):
+def test_screened_pass_equals_the_separate_reducers(
+    large, per_pair, monkeypatch, rs, kw, block_size
+):
     X, y = gauss(rs)
     assert P.PairwiseEngine(X).screenable
     got = _review_all(X, y, block_size=block_size, **kw)
-    assert large, "the fused pass was not used"
+    assert large["screened"] and not large["fused"], "the screened pass was not used"
     assert_same(got, separate(monkeypatch, X, y, block_size=block_size, **kw))
+
+
+@pytest.mark.parametrize("block_size", [16, 37, 2048])
+def test_fused_pass_equals_the_separate_reducers(large, monkeypatch, rs, block_size):
+    # the float64 pass of the problems the screen refuses: bit for bit
+    X, y = gauss(rs)
+    kw = dict(n_neighbors=5, top=40, constants=[0.3, 0.7, 2.0], block_size=block_size)
+    got = float64_pass(monkeypatch, X, y, **kw)
+    assert large["fused"] and not large["screened"]
+    assert_identical(got, separate(monkeypatch, X, y, **kw))
+    # a quantile constant of 0 (its window starts at 0): refused by the screen
+    large.clear()
+    kw = dict(quantiles=(0.1, 0.5), block_size=block_size)
+    got = _review_all(X, y, **kw)
+    assert large["fused"] and not large["screened"] and got["quantile_constants"][0] == 0
+    assert_identical(got, separate(monkeypatch, X, y, **kw))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(n_neighbors=5, top=40),
+        dict(n_neighbors=7, top=3, lipschitz_constant=0.7, constants=[0.3, 0.7, 0.71, 2.0]),
+        dict(normalize="max", quantiles=(0.1, 0.5, 0.99), top=500),
+        dict(normalize=None, n_neighbors=1, top=7, lipschitz_constant=3.0),
+    ],
+)
+def test_kernel_equals_the_numpy_strips(large, monkeypatch, rs, kw):
+    # the same candidates, so the same results, bit for bit; small buffers make
+    # the kernel grow them (a block run again) and prune its tail candidates
+    require_module("numba", "fast")
+    X, y = gauss(rs, n=300)
+    y = y + rs.normal(scale=0.05, size=y.size)
+    for block_size in (16, 64, 300):
+        with monkeypatch.context() as m:
+            m.setattr(RS, "USE_KERNEL", False)
+            strips = _review_all(X, y, block_size=block_size, **kw)
+        assert_identical(_review_all(X, y, block_size=block_size, **kw), strips)
+        with monkeypatch.context() as m:
+            m.setattr(RS, "_KERNEL_CAPACITY", 8)
+            assert_identical(_review_all(X, y, block_size=block_size, **kw), strips)
+    assert large["screened"] and not large["fused"]
 
 
 @pytest.mark.parametrize("scale", [1e-300, 1.0, 1e300])
 @pytest.mark.parametrize("normalize", ["minmax", "max", None])
-def test_scores_of_any_scale(large, monkeypatch, rs, scale, normalize):
+def test_scores_of_any_scale(large, per_pair, monkeypatch, rs, scale, normalize):
     X, y = gauss(rs, n=90)
     y = (y + rs.normal(scale=0.01, size=y.size)) * scale  # continuous, tiny or huge
     kw = dict(block_size=20, n_neighbors=3, top=25, normalize=normalize)
     got = _review_all(X, y, **kw)
-    assert large
+    # unnormalised scores of 1e300 (beyond float32) or 1e-300 (constants of
+    # 1e-300, within the float32 score error of 0) are refused by the screen
+    assert large["screened" if scale == 1.0 or normalize else "fused"]
     assert_same(got, separate(monkeypatch, X, y, **kw))
     assert all(math.isfinite(c) for c in got["quantile_constants"])
     # the counts at the constants are lipschitz_fraction's (float32-screened)
@@ -138,7 +255,8 @@ def test_constant_scores(large, monkeypatch, rs):
     y = np.full(80, 3.0)
     kw = dict(block_size=16, n_neighbors=4, top=10)
     got = _review_all(X, y, **kw)
-    assert_same(got, separate(monkeypatch, X, y, **kw))
+    assert large["fused"]  # no score range to normalise by: the float64 pass
+    assert_identical(got, separate(monkeypatch, X, y, **kw))
     n_pairs = 80 * 79 // 2
     assert got["violations"][1] == 0 and got["violations"][0][0].size == 0
     assert got["counts"].tolist() == [n_pairs] * 6
@@ -149,7 +267,7 @@ def test_constant_scores(large, monkeypatch, rs):
 # exact ties everywhere: one-hot rows
 # --------------------------------------------------------------------------
 @pytest.mark.parametrize("normalize", ["minmax", None])
-def test_ties_at_the_cut_and_at_the_constants(large, monkeypatch, rs, normalize):
+def test_ties_at_the_cut_and_at_the_constants(large, per_pair, monkeypatch, rs, normalize):
     # 120 rows on 6 axes: ~20 duplicates of each (distance 0) and ~100 essays
     # at exactly distance 1; scores 0..2 so that o = L * d exactly at L = 1, 2
     n = 120
@@ -160,7 +278,7 @@ def test_ties_at_the_cut_and_at_the_constants(large, monkeypatch, rs, normalize)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         got = _review_all(X, y, **kw)
-    assert large
+    assert large["screened"]
     assert_same(got, separate(monkeypatch, X, y, **kw))
     # neighbours: a stable argsort of each row of pdist's matrix (exact here)
     D = squareform(pdist(X, "cosine"))
@@ -190,11 +308,12 @@ def test_ties_at_the_cut_and_at_the_constants(large, monkeypatch, rs, normalize)
     np.testing.assert_array_equal(gj, j[order])
 
 
-def test_duplicates_are_nearest_and_never_satisfied(large, monkeypatch, rs):
+def test_duplicates_are_nearest_and_never_satisfied(large, per_pair, monkeypatch, rs):
     X, y = gauss(rs, n=100)
     y[7] = y[3] + 4  # a duplicate pair scored apart: an infinite constant
     kw = dict(block_size=16, n_neighbors=2, top=5, quantiles=(0.5, 1.0))
     got = _review_all(X, y, **kw)
+    assert large["screened"]
     assert_same(got, separate(monkeypatch, X, y, **kw))
     dist, nbr = got["neighbors"]
     assert dist[3, :2].tolist() == [0.0, 0.0] and set(nbr[3, :2]) == {7, 40}
@@ -215,13 +334,14 @@ def test_public_functions_against_pdist(large, rs):
     X = rs.normal(size=(200, 9))
     y = np.round(rs.normal(10, 3, size=200))
     c = sf.essay_consistency(X, y, n_neighbors=6, block_size=32)
-    assert large
+    assert large["fused"]  # neighbours alone: no score scaling, the float64 pass
     D = squareform(pdist(X, "cosine"))
     np.fill_diagonal(D, np.inf)
     ref = np.argsort(D, axis=1, kind="stable")[:, :6]
     np.testing.assert_array_equal(c.neighbors, ref)
     np.testing.assert_allclose(c.distances, np.take_along_axis(D, ref, 1), atol=1e-13)
     worst = sf.lipschitz_violations(X, y, top=30, block_size=32)
+    assert large["screened"]
     d = pdist(X, "cosine")
     dn = (d - d.min()) / (d.max() - d.min())
     o = pdist(y[:, None])
@@ -248,14 +368,52 @@ def test_quantiles_outside_the_guessed_windows(large, monkeypatch, rs):
     y = y + rs.normal(scale=0.1, size=y.size)
     kw = dict(block_size=16, quantiles=(0.2, 0.9, 0.95))
     expected = separate(monkeypatch, X, y, **kw)["quantile_constants"]
-    # no window: every quantile is found by the passes after the main one
-    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
-    assert _review_all(X, y, **kw)["quantile_constants"] == expected
-    monkeypatch.undo()
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    # windows too full to gather: the same
-    monkeypatch.setattr(_review, "_MAX_GUESSED", 1)
-    assert _review_all(X, y, **kw)["quantile_constants"] == expected
+
+    def check(got):
+        np.testing.assert_allclose(got["quantile_constants"], expected, rtol=1e-12, atol=0)
+
+    # the guessed windows: the screened pass finds them
+    check(_review_all(X, y, **kw))
+    # windows that miss: found by the exact passes after the main one
+    with monkeypatch.context() as m:
+        m.setattr(_review, "_guess_windows", lambda engine, stats, q: [(0, 1)] * len(q))
+        check(_review_all(X, y, **kw))
+    # windows too full to keep (screened) or gather (float64): the same
+    with monkeypatch.context() as m:
+        m.setattr(RS, "_MAX_WINDOW", 1)
+        check(_review_all(X, y, **kw))
+    with monkeypatch.context() as m:
+        m.setattr(_review, "_MAX_GUESSED", 1)
+        check(float64_pass(monkeypatch, X, y, **kw))
+    # no window at all (the float64 pass)
+    with monkeypatch.context() as m:
+        m.setattr(_review, "_guess_windows", lambda *args: [])
+        check(float64_pass(monkeypatch, X, y, **kw))
+    assert large["screened"] and large["fused"]
+
+
+def test_too_many_pairs_to_settle_fall_back(large, monkeypatch, rs):
+    X, y = gauss(rs, n=120)
+    kw = dict(block_size=16, n_neighbors=3, top=10, quantiles=(0.5,))
+    monkeypatch.setattr(RS, "_MAX_SETTLED", 0)  # the duplicates alone exceed it
+    got = _review_all(X, y, **kw)
+    assert large["screened"] and large["fused"]  # begun screened, done in float64
+    assert_identical(got, separate(monkeypatch, X, y, **kw))
+
+
+@pytest.mark.parametrize("constants", [[1e-9, 1.0], [0.5, 1e300]])
+def test_constants_the_screen_cannot_take(large, monkeypatch, rs, constants):
+    # a constant within the score error of 0 (its zone would reach the pairs of
+    # equal scores): the float64 pass, the same results
+    X, y = gauss(rs, n=90)
+    y = y + rs.normal(scale=1e-3, size=y.size)
+    kw = dict(block_size=16, constants=constants, top=5)
+    got = _review_all(X, y, **kw)
+    if constants[0] < 1e-6:
+        assert large["fused"] and not large["screened"]
+    assert_same(
+        got, separate(monkeypatch, X, y, **kw), exact_histogram=bool(large["fused"])
+    )
 
 
 # --------------------------------------------------------------------------
@@ -265,17 +423,18 @@ def test_the_same_with_two_workers_and_threads(large, monkeypatch, rs):
     X, y = gauss(rs, n=160)
     kw = dict(block_size=16, n_neighbors=6, top=30, quantiles=(0.5, 0.9))
     one = _review_all(X, y, n_jobs=1, **kw)
+    assert large["screened"]
     assert_same(one, separate(monkeypatch, X, y, n_jobs=1, **kw))
-    assert_same(one, _review_all(X, y, n_jobs=2, **kw))
+    assert_identical(one, _review_all(X, y, n_jobs=2, **kw))
     with joblib.parallel_config(backend="threading", n_jobs=2):
-        assert_same(one, _review_all(X, y, **kw))
+        assert_identical(one, _review_all(X, y, **kw))
 
 
 # --------------------------------------------------------------------------
 # cases built to sit on the decisions' edges
 # --------------------------------------------------------------------------
 @pytest.mark.parametrize("k", [1, 3, 6])
-def test_ties_at_the_first_thresholds(large, monkeypatch, rs, k):
+def test_ties_at_the_first_thresholds(large, per_pair, monkeypatch, rs, k):
     # blocks wide enough for the first threshold of each essay (the largest of
     # k minima over groups of columns); with one-hot rows it is exactly 0 or 1,
     # so pairs at exactly that distance decide the neighbours
@@ -284,6 +443,7 @@ def test_ties_at_the_first_thresholds(large, monkeypatch, rs, k):
     X = one_hot(300, 150, rs)
     y = rs.randint(0, 3, size=300).astype(float)
     got = _review_all(X, y, n_neighbors=k, block_size=64)
+    assert large["screened"]
     assert_same(got, separate(monkeypatch, X, y, n_neighbors=k, block_size=64))
     D = squareform(pdist(X, "cosine"))
     np.fill_diagonal(D, np.inf)
@@ -292,7 +452,7 @@ def test_ties_at_the_first_thresholds(large, monkeypatch, rs, k):
 
 
 @pytest.mark.parametrize("normalize", ["minmax", None])
-def test_violations_at_the_bound_of_their_bins(large, monkeypatch, rs, normalize):
+def test_violations_at_the_bound_of_their_bins(large, per_pair, monkeypatch, rs, normalize):
     # binary scores: every differing pair has the largest score difference, so
     # the lower bound of the critical constant of a pair that can still enter
     # the top violations (L * o_max / (o_max - tau)) is attained by the pairs at
@@ -317,6 +477,7 @@ def test_violations_at_the_bound_of_their_bins(large, monkeypatch, rs, normalize
     for top in (1, 3, 10, 50, n_first + 1, n_first + tied.sum() // 2, 400):
         kw = dict(block_size=32, top=int(top), normalize=normalize)
         got = _review_all(X, y, **kw)
+        assert large["screened"]
         assert_same(got, separate(monkeypatch, X, y, **kw))
         ref = np.sort(v[v > 1e-9])[::-1][:top]
         np.testing.assert_allclose(got["violations"][0][0], ref, rtol=0, atol=1e-12)
@@ -341,23 +502,40 @@ def test_quotients_next_to_a_bin_edge(large, monkeypatch, rs):
     straddle = P.float_key(q, bins) != P.float_key(crit, bins)
     assert straddle.sum() >= 3  # the case this test is about does occur
     kw = dict(block_size=n, normalize=None, constants=list(edges[::7]), quantiles=(0.5,))
-    got = _review_all(X, y, **kw)
-    assert_same(got, separate(monkeypatch, X, y, **kw))
-    # the histogram is that of the exact constants of all pairs
+    # the float64 pass: the histogram is that of the exact constants of all pairs
+    got = float64_pass(monkeypatch, X, y, **kw)
+    assert_identical(got, separate(monkeypatch, X, y, **kw))
     i, j = np.triu_indices(n, 1)
     all_crit = _review._critical_constants(np.abs(y[i] - y[j]), D[i, j].copy())
     expected = np.bincount(P.float_key(all_crit), minlength=P.N_COARSE_KEYS)
     np.testing.assert_array_equal(got["histogram"], expected)
+    # the screened pass: the histogram within one bin; the counts at the
+    # constants (pairs with o = L d to the last bit of the blocks' distances)
+    # those of lipschitz_fraction, which settles with the same pair-by-pair
+    # distances (they can differ from the blocks' in the last bit)
+    screened = _review_all(X, y, **kw)
+    assert large["screened"]
+    assert_histograms_agree(screened["histogram"], got["histogram"], exact=False)
+    for L, count in zip(kw["constants"], screened["counts"][1:]):
+        expected = sf.lipschitz_fraction(
+            X, y, normalize=None, lipschitz_constant=L, block_size=n, return_counts=True
+        ).n_satisfied
+        assert count == expected
+    assert np.abs(screened["counts"] - got["counts"]).max() <= 3
+    np.testing.assert_allclose(
+        screened["quantile_constants"], got["quantile_constants"], rtol=1e-12
+    )
 
 
-def test_neighbours_over_several_strips(large, monkeypatch, rs):
+def test_neighbours_over_several_strips(large, per_pair, monkeypatch, rs):
     # blocks of several strips of rows, and thresholds that leave few
     # candidates: the one-comparison route of the neighbours
     X = rs.normal(size=(700, 10))
     y = rs.randint(0, 5, size=700).astype(float)
     kw = dict(block_size=160, n_neighbors=3)
-    assert 160 > 2 * _review._STRIP_ROWS
+    assert 160 > 2 * RS._STRIP_ROWS
     got = _review_all(X, y, **kw)
+    assert large["screened"]
     assert_same(got, separate(monkeypatch, X, y, **kw))
     D = squareform(pdist(X, "cosine"))
     np.fill_diagonal(D, np.inf)

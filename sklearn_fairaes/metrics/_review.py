@@ -1070,29 +1070,53 @@ def _review(
         stats = _PairStatistics(y, d_scaling, o_scaling, lipschitz_constant)
         if constants is not None and quantiles:
             windows = _guess_windows(engine, stats, quantiles)
-    if _fused(engine):
+    ranks = [_needed(q, engine.n_pairs) for q in quantiles] if constants is not None else []
+    screened = None
+    if _fused(engine) and stats is not None:
+        from ._review_screened import screened_review, screened_setup
+
+        # the windows' constants (the key past +inf's is a NaN: no upper end)
+        value_windows = [
+            (key_floor(lo, _FINE_SHIFT), key_floor(hi + 1, _FINE_SHIFT))
+            for lo, hi in windows
+        ]
+        value_windows = [(lo, hi if hi == hi else math.inf) for lo, hi in value_windows]
+        thresholds = [*(constants or ()), *([stats.L] if top else ())]
+        thresholds += [lo for lo, _ in value_windows]
+        setup = screened_setup(engine, y, stats, thresholds)
+        if setup is not None:
+            screened = screened_review(
+                engine, y, setup, stats, n_others=n_others, top=top,
+                constants=constants, ranks=ranks, windows=value_windows,
+            )  # fmt: skip
+    if screened is not None:
+        out.update(screened)
+    elif _fused(engine):
         out.update(_fused_pass(engine, y, n_others, top, constants, stats, windows))
     else:
         out.update(_separate_pass(engine, n_others, top, constants, stats, windows))
     if constants is not None and quantiles:
-        counts = out["histogram"]
-        ranks = [_needed(q, engine.n_pairs) for q in quantiles]
-        below, values, overflow = out.pop("guessed", ((), [], True))
+        stats = cast(_PairStatistics, stats)
         found: dict[int, float] = {}
-        if not overflow:
-            for m, low, mine in zip(ranks, below, values):
-                if low < m <= low + mine.size:
-                    found[m] = float(np.sort(mine)[m - low - 1])
+        by_rank = out.pop("quantiles_by_rank", None)
+        if by_rank is not None:
+            found = {m: v for m, v in by_rank.items() if v is not None}
+        else:
+            below, values, overflow = out.pop("guessed", ((), [], True))
+            if not overflow:
+                for m, low, mine in zip(ranks, below, values):
+                    if low < m <= low + mine.size:
+                        found[m] = float(np.sort(mine)[m - low - 1])
         missing = [m for m in ranks if m not in found]
         if missing:
-            found.update(
-                zip(
-                    missing,
-                    _order_statistics(
-                        engine, cast(_PairStatistics, stats), counts, missing
-                    ),
-                )
+            # the screened pass's histogram is of float32 quotients: the passes
+            # that refine an order statistic need the exact one
+            counts = (
+                out["histogram"]
+                if by_rank is None
+                else engine.map_reduce(KeyHistogramReducer(stats.keys))
             )
+            found.update(zip(missing, _order_statistics(engine, stats, counts, missing)))
         out["quantile_constants"] = [found[m] for m in ranks]
     return out
 
