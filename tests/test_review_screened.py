@@ -372,8 +372,10 @@ def test_quantiles_outside_the_guessed_windows(large, monkeypatch, rs):
     def check(got):
         np.testing.assert_allclose(got["quantile_constants"], expected, rtol=1e-12, atol=0)
 
-    # the guessed windows: the screened pass finds them
-    check(_review_all(X, y, **kw))
+    # the guessed windows: the screened pass finds them, no pass after it
+    with monkeypatch.context() as m:
+        m.setattr(_review, "_order_statistics", None)  # called: a TypeError
+        check(_review_all(X, y, **kw))
     # windows that miss: found by the exact passes after the main one
     with monkeypatch.context() as m:
         m.setattr(_review, "_guess_windows", lambda engine, stats, q: [(0, 1)] * len(q))

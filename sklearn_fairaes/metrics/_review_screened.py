@@ -267,6 +267,8 @@ def screened_setup(
     """
     if not engine.screenable or engine.groups is not None:
         return None
+    if engine.n_samples >= 2**31:  # the windows' pairs keep int32 indices
+        return None
     if stats is None:
         return None
     if stats.d_scaling is None or stats.o_scaling is None:
@@ -343,6 +345,20 @@ class _ScreenedReview(_ThreadLocalCache):
         self.L32 = _f32(L)
         self.two_eps_s = _f32(2 * setup.eps_s)
         self._local = threading.local()
+        # each thread's k largest similarities per essay, for _neighbors' first
+        # cut (a process worker's stay there: its copy of the list is its own)
+        self._bests: list[NDArray[np.float32]] = []
+        self._bests_lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        del state["_bests"], state["_bests_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._bests = []
+        self._bests_lock = threading.Lock()
 
     # -- the partial result ----------------------------------------------------
     def empty(self) -> dict[str, Any]:
@@ -393,6 +409,8 @@ class _ScreenedReview(_ThreadLocalCache):
         if self.k and getattr(local, "best", None) is None:
             # the k largest float32 similarities seen per essay, ascending
             local.best = np.full((self.n, self.k), -np.inf, dtype=np.float32)
+            with self._bests_lock:
+                self._bests.append(local.best)
         if self.top and getattr(local, "worst", None) is None:
             local.worst = np.empty(0, dtype=np.float32)
         return local
@@ -502,7 +520,8 @@ class _ScreenedReview(_ThreadLocalCache):
             local.bufs = bufs
         spec = {
             "u": ((np.int64, np.int64, np.int64), _KERNEL_CAPACITY),
-            "w": ((np.int64, np.int64, np.float32, np.float32, np.int64), _KERNEL_CAPACITY),
+            # a window's pairs are kept to the end of the pass: 16 bytes each
+            "w": ((np.int32, np.int32, np.float32, np.float32, np.int64), _KERNEL_CAPACITY),
             "k": ((np.int64, np.int64, np.float32), _KERNEL_CAPACITY),
             "r": ((np.int64, np.int64), _KERNEL_CAPACITY),
             "t": (
@@ -734,7 +753,12 @@ class _ScreenedReview(_ThreadLocalCache):
                         if sel.size:
                             rr, cc = np.divmod(sel, c)
                             out["w_pairs"][e].append(
-                                (r0 + a + rr, c0 + cc, qf[sel].copy(), df[sel].copy())
+                                (
+                                    (r0 + a + rr).astype(np.int32),
+                                    (c0 + cc).astype(np.int32),
+                                    qf[sel].copy(),
+                                    df[sel].copy(),
+                                )
                             )
                 if self.top:
                     sub = pos[(kinds & _TAIL) != 0]
@@ -865,7 +889,9 @@ def screened_review(
         return None
     out: dict[str, Any] = {}
     if n_others:
-        out["neighbors"] = _neighbors(engine, part["knn"], n_others, setup.eps_s, n)
+        out["neighbors"] = _neighbors(
+            engine, part["knn"], n_others, setup.eps_s, n, bests=reducer._bests
+        )
     # the pairs settled exactly: near-duplicates and the like
     r_o, r_d = _exact_od(engine, y, stats, ri, rj)
     r_c = _critical_constants(r_o, r_d)
@@ -908,15 +934,14 @@ def screened_review(
     if constants is not None and ranks:
         found: dict[int, float | None] = {}
         for e, m in enumerate(ranks):
-            klo, _, lo, hi = reducer.window_zones[e]
+            klo = reducer.window_zones[e][0]
             if any(p is None for p in part["w_pairs"][e]):
                 found[m] = None  # too many pairs in the window
                 continue
             found[m] = _quantile(
                 engine, y, stats, setup, m,
                 below=int(cum32[klo]) + int(part["w_below"][e]),
-                kept=_pairs(part["w_pairs"][e], 4),
-                window=windows[e], zone=(lo, hi), routed=r_c,
+                parts=part["w_pairs"][e], window=windows[e], routed=r_c,
             )  # fmt: skip
         out["quantiles_by_rank"] = found
     return out
@@ -928,9 +953,21 @@ def _neighbors(
     k: int,
     eps_s: float,
     n: int,
+    *,
+    bests: Sequence[NDArray[np.float32]] = (),
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Exact ``k`` nearest per essay from the float32 candidates (ties by index)."""
+    """Exact ``k`` nearest per essay from the float32 candidates (ties by index).
+
+    ``bests``: k largest float32 similarities per essay that some threads saw
+    (:class:`_ScreenedReview`); an essay's k-th largest over all candidates
+    is at least theirs, so the candidates below it (less twice the error) are
+    dropped before the sort.
+    """
     i, j, s = _pairs(parts, 3)
+    if bests:
+        kth = np.max([b[:, 0] for b in bests], axis=0).astype(np.float64)
+        keep = np.flatnonzero(s.astype(np.float64) >= kth[i] - 2 * eps_s)
+        i, j, s = i[keep], j[keep], s[keep]
     order = np.lexsort((-s, i))
     i, j, s = i[order], j[order], s[order]
     first = np.searchsorted(i, np.arange(n), side="left")
@@ -991,47 +1028,99 @@ def _quantile(
     m: int,
     *,
     below: int,
-    kept: list[NDArray[Any]],
+    parts: list[tuple[NDArray[Any], ...]],
     window: tuple[float, float],
-    zone: tuple[float, float],
     routed: NDArray[np.float64],
 ) -> float | None:
     """The ``m``-th smallest critical constant, or None if outside its window.
 
-    Each pair gets an interval its constant lies in: the kept pairs from their
-    float32 quotient and distance, the settled ones their exact constant, the
-    pairs below the kept zone ``(-inf, w_lo]`` and those above ``[w_hi, inf)``.
-    The ``m``-th smallest lower end and upper end bracket the order statistic;
-    only the pairs whose interval meets the bracket can be it, and those are
-    settled exactly.
+    ``parts``: the kept pairs of the window, ``(i, j, q, d)`` per block, with
+    their float32 quotient and distance. Each pair gets an interval its
+    constant lies in, first from ``q`` alone (``|q - c| <= A + B c``, monotone
+    in ``q``): the ``m``-th smallest lower and upper ends bracket the order
+    statistic (the pairs below the kept zone have lower end -inf and upper end
+    ``w_lo``, those above lower end ``w_hi``, so the bracket must be inside the
+    window), and the pairs whose interval is wholly below or above it are only
+    counted. The few left (a band about ``2 B`` wide) get the tighter interval
+    of their own distance, a second bracket, and the pairs that meet it are
+    settled exactly. Only the window's quotients are concatenated (4 bytes a
+    pair), not its pairs.
     """
     w_lo, w_hi = window
-    i, j, q, dn = kept
-    q = q.astype(np.float64)
-    dn = dn.astype(np.float64)
-    qu = (q + setup.A) / (1 - setup.B) * (1 + 1e-6)
-    err = 1.01 * (setup.eps_o + qu * setup.eps_d) / dn + (2 * _U32 + 4 * _U64) * qu
-    lows, highs = q - err, q + err
     r_below = int(np.count_nonzero(routed < w_lo))
     r_in = routed[(routed >= w_lo) & (routed <= w_hi)]
-    lows = np.concatenate([lows, r_in])
-    highs = np.concatenate([highs, r_in])
     rank = m - below - r_below
-    if not 1 <= rank <= lows.size:
+    q = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.float32)
+    if not 1 <= rank <= q.size + r_in.size:
         return None
-    lo_m = float(np.partition(lows, rank - 1)[rank - 1])
-    hi_m = float(np.partition(highs, rank - 1)[rank - 1])
-    # the pairs outside the kept zone (lower end -inf / upper end w_lo, and
-    # lower end w_hi) must be clear of the bracket
-    if not (lo_m > w_lo and hi_m < w_hi):
+    lo_g = _kth(np.concatenate([_q_bound(setup, q, -1.0), r_in]), rank)
+    hi_g = _kth(np.concatenate([_q_bound(setup, q, 1.0), r_in]), rank)
+    if not (lo_g > w_lo and hi_g < w_hi):
         return None
-    n_kept = q.size
+    high = _q_bound(setup, q, 1.0)
+    n_below = below + r_below + int(np.count_nonzero(high < lo_g))
+    n_below += int(np.count_nonzero(r_in < lo_g))
+    band = np.flatnonzero((high >= lo_g) & (_q_bound(setup, q, -1.0) <= hi_g))
+    del high
+    r_band = r_in[(r_in >= lo_g) & (r_in <= hi_g)]
+    i, j, dn = _gather(parts, band)
+    qb = q[band].astype(np.float64)
+    dn = dn.astype(np.float64)
+    qu = (qb + setup.A) / (1 - setup.B) * (1 + 1e-6)
+    err = 1.01 * (setup.eps_o + qu * setup.eps_d) / dn + (2 * _U32 + 4 * _U64) * qu
+    lows = np.concatenate([qb - err, r_band])
+    highs = np.concatenate([qb + err, r_band])
+    rank = m - n_below
+    if not 1 <= rank <= lows.size:  # pragma: no cover - the first bracket holds it
+        return None
+    lo_m, hi_m = _kth(lows.copy(), rank), _kth(highs.copy(), rank)
+    n_band = qb.size
     meets = (highs >= lo_m) & (lows <= hi_m)
     strictly_below = int(np.count_nonzero(highs < lo_m))
-    cand = np.flatnonzero(meets[:n_kept])
+    cand = np.flatnonzero(meets[:n_band])
     o, d = _exact_od(engine, y, stats, i[cand], j[cand])
-    values = np.concatenate([_critical_constants(o, d), r_in[meets[n_kept:]]])
+    values = np.concatenate([_critical_constants(o, d), r_band[meets[n_band:]]])
     within = rank - strictly_below
     if not 1 <= within <= values.size:  # pragma: no cover - the bracket holds it
         return None
-    return float(np.partition(values, within - 1)[within - 1])
+    return _kth(values, within)
+
+
+def _q_bound(setup: _Setup, q: NDArray[np.float32], sign: float) -> NDArray[np.float64]:
+    """``q -/+ (A + B c_max)``: bounds of the critical constants of quotients ``q``.
+
+    ``c_max = (q + A) / (1 - B)`` bounds ``c`` from above; each bound grows
+    with ``q`` (``B`` is far below 1).
+    """
+    qq = q.astype(np.float64)
+    qu = (qq + setup.A) / (1 - setup.B) * (1 + 1e-6)
+    qu *= setup.B
+    qu += setup.A
+    if sign < 0:
+        qq -= qu
+    else:
+        qq += qu
+    return qq
+
+
+def _kth(values: NDArray[np.float64], rank: int) -> float:
+    """The ``rank``-th smallest (1-based) of ``values``, which it reorders."""
+    values.partition(rank - 1)
+    return float(values[rank - 1])
+
+
+def _gather(
+    parts: list[tuple[NDArray[Any], ...]], positions: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]:
+    """``(i, j, d)`` of the kept pairs at sorted ``positions`` of the parts laid end to end."""
+    ends = np.cumsum([p[0].size for p in parts])
+    cuts = np.searchsorted(positions, np.concatenate([[0], ends]))
+    out_i, out_j, out_d = [], [], []
+    for k, p in enumerate(parts):
+        local = positions[cuts[k] : cuts[k + 1]] - (ends[k] - p[0].size)
+        out_i.append(p[0][local].astype(np.int64))
+        out_j.append(p[1][local].astype(np.int64))
+        out_d.append(p[3][local])
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32)
+    return np.concatenate(out_i), np.concatenate(out_j), np.concatenate(out_d)
