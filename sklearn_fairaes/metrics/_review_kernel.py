@@ -183,3 +183,31 @@ def review_block(  # noqa: PLR0913 - one call per block, every input of it
     counts[N_KNN] = n_k
     counts[N_ROUTED] = n_r
     counts[N_TAIL] = n_t
+
+
+@numba.njit(nogil=True, cache=True)
+def remember_and_keep(best, i, j, s, two_eps):
+    """Fold candidates into each essay's ``k`` largest similarities; keep the useful.
+
+    ``best[e]`` holds essay ``e``'s ``k`` largest so far, ascending. Then the
+    candidates at or above their essay's new ``k``-th largest less ``two_eps``
+    (in float64, as :func:`_review_screened._neighbors` tests) are moved to the
+    front of ``i``, ``j``, ``s``; returns how many.
+    """
+    k = best.shape[1]
+    for p in range(i.shape[0]):
+        r = i[p]
+        v = s[p]
+        if v > best[r, 0]:
+            t = 0
+            while t + 1 < k and best[r, t + 1] < v:
+                best[r, t] = best[r, t + 1]
+                t += 1
+            best[r, t] = v
+    kept = 0
+    for p in range(i.shape[0]):
+        r = i[p]
+        if np.float64(s[p]) >= np.float64(best[r, 0]) - two_eps:
+            i[kept], j[kept], s[kept] = i[p], j[p], s[p]
+            kept += 1
+    return kept

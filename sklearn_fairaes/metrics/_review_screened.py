@@ -105,16 +105,16 @@ USE_KERNEL = True
 @functools.cache
 def _load_kernel() -> Any:
     try:
-        from ._review_kernel import review_block
+        from . import _review_kernel
     except ModuleNotFoundError as exc:
         if exc.name != "numba":
             raise
         return None
-    return review_block
+    return _review_kernel
 
 
 def kernel() -> Any:
-    """The compiled block kernel (the ``fast`` extra), or None for the NumPy strips."""
+    """The compiled kernels' module (the ``fast`` extra), or None for the NumPy strips."""
     return _load_kernel() if USE_KERNEL else None
 
 
@@ -578,7 +578,7 @@ class _ScreenedReview(_ThreadLocalCache):
             bufs = self._buffers(local, grow)
             (u_i, u_j, u_e), (w_i, w_j, w_q, w_d, w_e) = bufs["u"], bufs["w"]
             (k_i, k_j, k_s), (r_i, r_j), (t_i, t_j, t_v) = bufs["k"], bufs["r"], bufs["t"]
-            kern(
+            kern.review_block(
                 S, mask_arr, has_mask, z[r0 : r0 + m], z[c0 : c0 + c],
                 s.sh32, s.a32, s.nb32, s.s_star,
                 self._special, self._c_of_key, self._w_of_key, _SHIFT32, _DISCARD32,
@@ -609,7 +609,10 @@ class _ScreenedReview(_ThreadLocalCache):
             if sel.size:
                 out["w_pairs"][e].append((w_i[sel], w_j[sel], w_q[sel], w_d[sel]))
         if n_k:
-            self._keep_neighbours(out, local, k_i[:n_k], k_j[:n_k], k_s[:n_k])
+            kept = kern.remember_and_keep(
+                local.best, k_i[:n_k], k_j[:n_k], k_s[:n_k], 2 * s.eps_s
+            )
+            out["knn"].append((k_i[:kept].copy(), k_j[:kept].copy(), k_s[:kept].copy()))
         if n_r:
             out["routed"].append((r_i[:n_r].copy(), r_j[:n_r].copy()))
         if n_t:
