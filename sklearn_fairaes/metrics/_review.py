@@ -38,39 +38,47 @@ Critical constant of a pair
     (satisfied at every ``L``), and ``inf`` for two essays at normalised
     distance 0 (duplicates) with different scores (satisfied at no ``L``).
 Exactness
-    Fractions, violations and constants are exact. Counts equal those of
-    :func:`lipschitz_fraction` exactly whenever its float64 path is used (sparse
-    input, any metric but the cosine, precomputed distances, or dense cosine
-    problems up to about 2,900 essays). On larger dense cosine problems
-    :func:`lipschitz_fraction` screens pairs with a float32 product and settles
-    the undecided ones with distances computed pair by pair, which agree with
-    the blocked distances used here to about ``1e-16``: the two counts can then
-    differ only for a pair whose two sides are equal to the last bit.
+    Counts, violations, neighbours and constants are exact. Counts equal those
+    of :func:`lipschitz_fraction` exactly: on its float64 path (sparse input,
+    any metric but the cosine, precomputed distances, or dense cosine problems
+    up to about 2,900 essays) both use the same blocked distances; on larger
+    dense cosine problems both screen pairs with a float32 product and settle
+    the pairs it cannot decide with the same distances computed pair by pair.
+    Those agree with the blocked float64 distances to about ``1e-16``, so
+    distances, violations and constants on the two paths agree to about that,
+    and a count differs between them only for a pair whose two sides are equal
+    to the last bit. The profile's curve between the requested constants is,
+    on the screened path, the histogram of float32 quotients: each pair's bin
+    is its exact one or a neighbouring one (the quotient is within a relative
+    ``1e-3`` of the constant, a bin is 1.1% wide); the fractions at the
+    requested constants and the quantile constants are exact.
 Cost
     :func:`lipschitz_violations` and :func:`lipschitz_profile` take the
     distance-range pass of :func:`lipschitz_fraction` (float32-screened on large
-    dense inputs) and one pass over float64 blocks; :func:`essay_consistency`
-    one float64 pass. On large dense cosine problems (those
-    :func:`lipschitz_fraction` screens in float32) that pass is one fused map
-    per block (``_FusedReview``): element-wise work over strips that stay
-    in the cache, candidates of the neighbours and top violations pruned by
-    running thresholds, and exact work only in the bins of the constants and
-    quantiles; its values are those of the separate reducers, bit for bit.
-    Their quantities are exact per pair, and a float32 product cannot decide
-    the histogram of the critical constants: its rigorous error bound
-    (``2.3e-5`` for 384 dimensions) leaves about 1.7% of the pairs of
-    ``benchmarks/bench_pairs.py``'s data within reach of a bin edge, and
-    settling each with a float64 distance computed pair by pair (3 us) would
-    cost far more than the float64 product. So the pass pays a float64 product
-    and about 20 element-wise operations per pair where
-    :func:`lipschitz_fraction` pays a float32 one and about 10. For 50,000
-    essays of 384 dimensions the three together from one shared pass took 2.9
-    times as long as :func:`lipschitz_fraction` (119 s against 41 s on 2 cores
-    shared with other jobs, load average 5.0 to 3.4; a second run of the
-    shared pass took 69 s; 8.6 times with separate float64 reducers), and 3.6
-    times for 20,000 (``benchmarks/bench_pairs.py``, section 4, whose
-    ``--review-phases`` shows where the time goes: the fused map about 45%,
-    the float64 blocks about 30%, the distance-range pass about 12%).
+    dense inputs) and one more pass; :func:`essay_consistency` alone one
+    float64 pass. On large dense cosine problems (those
+    :func:`lipschitz_fraction` screens in float32) that pass reads the float32
+    products of :func:`lipschitz_fraction`'s screen
+    (``_review_screened``): per pair a dozen float32 steps, compiled into
+    one loop by numba when the ``fast`` extra is installed (NumPy passes over
+    strips of rows otherwise, with the same results), and exact work only for
+    the pairs the float32 values cannot decide: near a requested constant, in
+    the windows of the quantiles (guessed from a sample of pairs), among the
+    candidates of the top violations and the nearest neighbours. A problem
+    outside the screen's error bounds (scores beyond float32, constants or
+    quantile constants within the score error of 0, constant scores, the
+    neighbours alone) gets one fused float64 pass instead (``_FusedReview``,
+    whose values are the separate reducers', bit for bit). For 50,000 essays
+    of 384 dimensions the three together from one shared pass took 1.38 times
+    as long as :func:`lipschitz_fraction` (18.2 s against 13.2 s, 2 cores;
+    2.3 times with the NumPy strips; numba's first compile, once per
+    installation, adds about 5 s), with a peak of 789 MB against 322 MB: the
+    quantile windows' pairs (about 1.4% of all pairs, 16 bytes each, at most
+    ``2**24`` per window; beyond it the quantile is found by exact passes
+    after the main one) on top of ``O(N k + block^2)``
+    (``benchmarks/bench_pairs.py``, section 4, whose ``--review-phases`` shows
+    where the time goes; ``benchmarks/bench_review_compile.py`` for the
+    compile).
 """
 
 from __future__ import annotations

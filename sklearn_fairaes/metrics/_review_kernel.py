@@ -1,20 +1,25 @@
 """The screened review's per-pair work on one block, compiled with numba.
 
-:class:`~sklearn_fairaes.metrics._review_screened._ScreenedReview` does, for
-every pair of a float32 similarity block, about a dozen element-wise steps:
-the normalised score difference ``o``, the distance ``dn``, the quotient
-``q``, its histogram key, and the tests that pick the pairs the exact passes
-settle (near the constants, in the quantile windows, among the worst
-violations or the nearest neighbours). As NumPy passes over 32-row strips
-they cost about 25 ns of thread time per pair, ten times the matrix product
-that made the block. This kernel does them in one loop per row, without the
-GIL (the engine's pass threads run it side by side), and gives the same
-candidates: every test is the NumPy code's float32 test, and the error bounds
-of :class:`~sklearn_fairaes.metrics._review_screened._Setup` hold for any
-order of float32 evaluation (no ``fastmath``, so nothing is reassociated).
+``_review_screened._ScreenedReview`` does, for every pair of a float32
+similarity block, about a dozen element-wise steps: the normalised score
+difference ``o``, the distance ``dn``, the quotient ``q``, its histogram key,
+and the tests that pick the pairs the exact passes settle (near the
+constants, in the quantile windows, among the worst violations or the nearest
+neighbours). As NumPy passes over 32-row strips they cost more thread time
+than the matrix product that made the block. This kernel does them in three
+loops per row (the first vectorised, the second the histogram and a list of
+the pairs to look at, the third those few), without the GIL (the engine's
+pass threads run it side by side), with the same results: its tests are the
+NumPy code's float32 tests, its pruning of the candidates of the worst
+violations and neighbours uses the same bounds (at other moments, so the
+candidates can differ, never the results), and the error bounds of
+``_review_screened._Setup`` hold for any order of float32 evaluation (no
+``fastmath``, so nothing is reassociated). At N=50,000, d=384 the shared
+pass of the three review metrics took 1.38 times :func:`lipschitz_fraction`
+with it and 2.3 times with the NumPy strips (``benchmarks/README.md``).
 
 numba is an optional extra (``pip install "sklearn-fairaes[fast]"``): this
-module imports it, and :mod:`._review_screened` imports this module only when
+module imports it, and ``_review_screened`` imports this module only when
 it runs a pass; without numba the NumPy strips run, with the same results. The
 functions are at module level so that numba's on-disk cache (``cache=True``)
 finds them again: the kernel compiles once per installation (a few seconds),
@@ -191,7 +196,7 @@ def remember_and_keep(best, i, j, s, two_eps):
 
     ``best[e]`` holds essay ``e``'s ``k`` largest so far, ascending. Then the
     candidates at or above their essay's new ``k``-th largest less ``two_eps``
-    (in float64, as :func:`_review_screened._neighbors` tests) are moved to the
+    (in float64, as ``_review_screened._neighbors`` tests) are moved to the
     front of ``i``, ``j``, ``s``; returns how many.
     """
     k = best.shape[1]
