@@ -53,11 +53,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._individual import _normalise, _settle
-from ._pairwise import N_COARSE_KEYS, float_key, pairs_to_condensed
+from ._pairwise import N_COARSE_KEYS, _pass_threads, float_key, pairs_to_condensed
 from ._review import _critical_constants, _ThreadLocalCache
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import NDArray
 
@@ -875,8 +875,10 @@ def screened_review(
     """The parts of :func:`_review` from one screened pass, or None to fall back.
 
     ``ranks`` are the 1-based ranks of the quantile constants and ``windows``
-    their guessed ranges of constants; a rank not resolved in its window is
-    reported under ``"unresolved"`` for the float64 passes.
+    their guessed ranges of constants; a rank not resolved in its window maps
+    to None under ``"quantiles_by_rank"``, for the float64 passes. The exact
+    neighbours and each quantile are independent work on the pass's
+    candidates, done side by side in the pass's threads.
     """
     L = stats.L
     counted = sorted(set(constants or ()) | ({L} if top else set()))
@@ -891,9 +893,10 @@ def screened_review(
     if ri.size + sum(u[0].size for u in undecided) > _MAX_SETTLED:
         return None
     out: dict[str, Any] = {}
+    tasks: dict[Any, Callable[[], Any]] = {}
     if n_others:
-        out["neighbors"] = _neighbors(
-            engine, part["knn"], n_others, setup.eps_s, n, bests=reducer._bests
+        tasks["neighbors"] = functools.partial(
+            _neighbors, engine, part["knn"], n_others, setup.eps_s, n, bests=reducer._bests
         )
     # the pairs settled exactly: near-duplicates and the like
     r_o, r_d = _exact_od(engine, y, stats, ri, rj)
@@ -934,20 +937,42 @@ def screened_review(
             ),
             engine.n_pairs - satisfied[L],
         )
+    found: dict[int, float | None] = {}
     if constants is not None and ranks:
-        found: dict[int, float | None] = {}
         for e, m in enumerate(ranks):
             klo = reducer.window_zones[e][0]
             if any(p is None for p in part["w_pairs"][e]):
                 found[m] = None  # too many pairs in the window
                 continue
-            found[m] = _quantile(
-                engine, y, stats, setup, m,
+            tasks[m] = functools.partial(
+                _quantile, engine, y, stats, setup, m,
                 below=int(cum32[klo]) + int(part["w_below"][e]),
                 parts=part["w_pairs"][e], window=windows[e], routed=r_c,
             )  # fmt: skip
+    done = _side_by_side(tasks)
+    if n_others:
+        out["neighbors"] = done.pop("neighbors")
+    found.update(done)
+    if constants is not None and ranks:
         out["quantiles_by_rank"] = found
     return out
+
+
+def _side_by_side(tasks: dict[Any, Callable[[], Any]]) -> dict[Any, Any]:
+    """Each task's result, computed in as many threads as the pass had.
+
+    The tasks are NumPy work that mostly releases the GIL (sorts, partitions,
+    gathered dot products); each is deterministic, so the results do not
+    depend on the threads.
+    """
+    threads = _pass_threads(len(tasks))
+    if threads <= 1:
+        return {key: task() for key, task in tasks.items()}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads) as pool:
+        futures = {key: pool.submit(task) for key, task in tasks.items()}
+        return {key: f.result() for key, f in futures.items()}
 
 
 def _neighbors(
