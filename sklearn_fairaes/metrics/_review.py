@@ -69,10 +69,10 @@ Cost
     quantile constants within the score error of 0, constant scores, the
     neighbours alone) gets one fused float64 pass instead (``_FusedReview``,
     whose values are the separate reducers', bit for bit). For 50,000 essays
-    of 384 dimensions the three together from one shared pass took 1.38 times
-    as long as :func:`lipschitz_fraction` (18.2 s against 13.2 s, 2 cores;
-    2.3 times with the NumPy strips; numba's first compile, once per
-    installation, adds about 5 s), with a peak of 789 MB against 322 MB: the
+    of 384 dimensions the three together from one shared pass took 1.32 times
+    as long as :func:`lipschitz_fraction` (16.8 s against 12.8 s, best of 3 on
+    2 cores; 2.5 times with the NumPy strips; numba's first compile, once per
+    installation, adds about 5 s), with a peak of 821 MB against 317 MB: the
     quantile windows' pairs (about 1.4% of all pairs, 16 bytes each, at most
     ``2**24`` per window; beyond it the quantile is found by exact passes
     after the main one) on top of ``O(N k + block^2)``

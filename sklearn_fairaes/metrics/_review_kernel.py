@@ -15,8 +15,8 @@ violations and neighbours uses the same bounds (at other moments, so the
 candidates can differ, never the results), and the error bounds of
 ``_review_screened._Setup`` hold for any order of float32 evaluation (no
 ``fastmath``, so nothing is reassociated). At N=50,000, d=384 the shared
-pass of the three review metrics took 1.38 times :func:`lipschitz_fraction`
-with it and 2.3 times with the NumPy strips (``benchmarks/README.md``).
+pass of the three review metrics took 1.32 times :func:`lipschitz_fraction`
+with it and 2.5 times with the NumPy strips (``benchmarks/README.md``).
 
 numba is an optional extra (``pip install "sklearn-fairaes[fast]"``): this
 module imports it, and ``_review_screened`` imports this module only when
