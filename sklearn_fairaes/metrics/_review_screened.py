@@ -7,7 +7,9 @@ curve) and a few order statistics of them (the quantile constants). The
 float64 pass (``_FusedReview``) computes every pair's distance in float64 and
 about 20 element-wise operations on it. This pass reads the float32 products
 that :func:`lipschitz_fraction`'s screen reads, does about ten float32
-operations per pair over strips that stay in the cache, and settles exactly,
+operations per pair (in one compiled loop, ``_review_kernel``, when numba is
+installed; else NumPy passes over strips that stay in the cache, with the
+same results), and settles exactly,
 with distances computed pair by pair (:meth:`PairwiseEngine.paired_distances`,
 as :func:`lipschitz_fraction` does), only the pairs that the float32 values
 cannot decide:
@@ -29,9 +31,11 @@ cannot decide:
 - the violations: the pairs within twice the float32 error of the ``top``-th
   largest float32 violation, then exact;
 - the quantile constants: the pairs of a window around each quantile,
-  guessed from a sample, are kept with their float32 quotient and distance;
-  the interval each pair's constant lies in narrows the order statistic to a
-  range that a few pairs can hold, and those are settled exactly. A quantile
+  guessed from a sample, are kept with their float32 quotient and distance
+  (16 bytes a pair, at most :data:`_MAX_WINDOW` pairs a window); the interval
+  each pair's constant lies in, from its quotient alone and then, for a band
+  of them, from its own distance, narrows the order statistic to a range
+  that a few pairs can hold, and those are settled exactly. A quantile
   outside its window is found by the float64 passes afterwards;
 - the curve is the histogram of the float32 quotients (the settled pairs'
   exact constants): each of its fractions is within the bound above of the
@@ -39,8 +43,9 @@ cannot decide:
   constants and the quantile constants are exact).
 
 When a problem is outside these bounds (a distance or score scale that makes
-``delta`` large, constants near 0) or too many pairs need settling, the
-caller falls back to the float64 pass, with the same results.
+``delta`` large, constants or quantile windows near 0) or too many pairs need
+settling, the caller falls back to the float64 pass, with the same counts,
+neighbours, violations and constants (to the last bits of the distances).
 """
 
 from __future__ import annotations
