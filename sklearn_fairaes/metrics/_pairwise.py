@@ -978,8 +978,7 @@ class PairwiseEngine:
         order = None
         if dense and i.shape[0] > 4 * step and np.any(i[1:] < i[:-1]):
             # pairs in the order of their first essay: its row is gathered from
-            # the cache, not from memory (3.6x faster for random pairs at
-            # N=20,000, d=384); the same dot products, in another order
+            # the cache, not from memory; the same dot products, in another order
             order = np.argsort(i, kind="stable")
             i, j = i[order], j[order]
         for s in range(0, i.shape[0], step):

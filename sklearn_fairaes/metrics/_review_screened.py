@@ -346,6 +346,19 @@ class _ScreenedReview(_ThreadLocalCache):
         # -1 for none and -2 for several
         self._c_of_key = _owners([z[:2] for z in self.const_zones])
         self._w_of_key = _owners([z[:2] for z in self.window_zones])
+        # the zones as the kernel's typed arrays, built once for every block
+        self._const_arrays = (
+            np.array([_f32(x) for x in self.constants], dtype=np.float32),
+            np.array([z[0] for z in self.const_zones], dtype=np.int64),
+            np.array([z[1] for z in self.const_zones], dtype=np.int64),
+            np.array([z[2] for z in self.const_zones], dtype=np.float64),
+        )
+        self._window_arrays = (
+            np.array([w[0] for w in self.window_zones], dtype=np.int64),
+            np.array([w[1] for w in self.window_zones], dtype=np.int64),
+            np.array([w[2] for w in self.window_zones], dtype=np.float32),
+            np.array([w[3] for w in self.window_zones], dtype=np.float32),
+        )
         self.eps_v = setup.test_error(L)
         self.L32 = _f32(L)
         self.two_eps_s = _f32(2 * setup.eps_s)
@@ -564,14 +577,8 @@ class _ScreenedReview(_ThreadLocalCache):
                 thr_c = self._col_thresholds(S, best[c0 : c0 + c])
         floor0 = max(self._worst_floor(local), -self.eps_v) if self.top else np.inf
         z = s.z32
-        consts = np.array([_f32(x) for x in self.constants], dtype=np.float32)
-        c_lo = np.array([zone[0] for zone in self.const_zones], dtype=np.int64)
-        c_hi = np.array([zone[1] for zone in self.const_zones], dtype=np.int64)
-        c_err = np.array([zone[2] for zone in self.const_zones], dtype=np.float64)
-        w_lo_key = np.array([w[0] for w in self.window_zones], dtype=np.int64)
-        w_hi_key = np.array([w[1] for w in self.window_zones], dtype=np.int64)
-        w_lo = np.array([w[2] for w in self.window_zones], dtype=np.float32)
-        w_hi = np.array([w[3] for w in self.window_zones], dtype=np.float32)
+        consts, c_lo, c_hi, c_err = self._const_arrays
+        w_lo_key, w_hi_key, w_lo, w_hi = self._window_arrays
         counts = np.zeros(5, dtype=np.int64)
         has_mask = mask is not None
         # read-only views, whatever the block's arrays are: numba compiles the
