@@ -969,9 +969,8 @@ class PairwiseEngine:
         )
         dense = not sp.issparse(self._data())
         if dense:
-            # gathered rows of 256 KB stay in the cache: 2.6x faster than the
-            # 32 MB chunks below (N=50,000, d=384), and each row's dot product
-            # is the same whatever the chunk
+            # gathered rows of 256 KB stay in the cache (the 32 MB chunks below
+            # do not), and each row's dot product is the same whatever the chunk
             step = max(64, 2**18 // max(n_features, 1))
         else:
             step = max(1, 2**22 // max(n_features, 1))
