@@ -485,6 +485,89 @@ def test_ctrl_c_during_the_computation_exits_130(tmp_path, capsys, monkeypatch, 
     assert _tree_hash(out) == before and _leftovers(tmp_path, "out") == []
 
 
+class _InterruptedFinaliser:
+    """An object whose ``__del__`` gets the Ctrl-C, as regex's ``Group`` did.
+
+    The handler runs at the next bytecode after ``raise_signal``, still inside
+    ``__del__``; Python ignores what a finaliser raises (it goes to
+    ``sys.unraisablehook``), so nothing would stop the command.
+    """
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(100):
+            pass
+
+
+def _runs_on(*args, **kwargs):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    raise AssertionError("the Ctrl-C was lost: the audit ran on")
+
+
+@pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="the runner has its own SIGINT handler, which main() keeps",
+)
+def test_ctrl_c_that_lands_in_a_finaliser_still_stops_the_audit(
+    tmp_path, capsys, monkeypatch, earlier
+):
+    out, before = earlier
+    _, data = _project(tmp_path)
+
+    def audit(*args, **kwargs):
+        _InterruptedFinaliser()  # collected at once
+        _runs_on()
+
+    monkeypatch.setattr(report_pkg, "audit", audit)
+    hook = sys.unraisablehook
+    code = main(_audit_args(data, out, "--force"))
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert err.count("\n") == 1 and "fairaes: interrupted" in err
+    assert _tree_hash(out) == before and _leftovers(tmp_path, "out") == []
+    # main() put back what it replaced
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.unraisablehook is hook
+
+
+@pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="the runner has its own SIGINT handler, which main() keeps",
+)
+def test_ctrl_c_while_another_finaliser_error_is_reported_still_stops(
+    tmp_path, capsys, monkeypatch, earlier
+):
+    # the Ctrl-C lands in the hook that reports an unrelated finaliser's error
+    out, before = earlier
+    _, data = _project(tmp_path)
+    reported = []
+
+    def reporting(unraisable):
+        reported.append(unraisable.exc_type)
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(100):
+            pass
+
+    class Broken:
+        def __del__(self):
+            raise ValueError("a finaliser's own error")
+
+    def audit(*args, **kwargs):
+        Broken()
+        _runs_on()
+
+    monkeypatch.setattr(sys, "unraisablehook", reporting)
+    monkeypatch.setattr(report_pkg, "audit", audit)
+    code = main(_audit_args(data, out, "--force"))
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert reported == [ValueError]  # other errors still reach the hook before
+    assert _tree_hash(out) == before and _leftovers(tmp_path, "out") == []
+    assert sys.unraisablehook is reporting
+
+
 # -- CSV formula injection ----------------------------------------------------------
 
 
@@ -543,6 +626,20 @@ def _start(args: list[str], pause: str | None = None) -> subprocess.Popen[str]:
     )
 
 
+def _communicate(proc, timeout):
+    """proc.communicate(), killing the run if it times out.
+
+    A run left behind would be reported, as unraisable warnings, in whatever
+    test came next.
+    """
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+
+
 def _wait_for(condition, proc, timeout=300.0):
     end = time.monotonic() + timeout
     while not condition():
@@ -579,7 +676,7 @@ def test_real_runs_interrupted_and_concurrent_lose_nothing(tmp_path, formula_res
     _wait_for(lock.exists, proc)
     time.sleep(0.6)  # past the claim, into reading and computing
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = _communicate(proc, 60)
     assert proc.returncode == 130, err
     assert err.count("\n") == 1 and "interrupted" in err and "Traceback" not in err
     intact()
@@ -596,7 +693,7 @@ def test_real_runs_interrupted_and_concurrent_lose_nothing(tmp_path, formula_res
     assert f"being written by another fairaes run (pid {first.pid})" in second.stderr
     _wait_for(lambda: bool(_glob(tmp_path, ".out.partial-*/tables/*.csv")), first)
     first.kill()
-    first.communicate(timeout=60)
+    _communicate(first, 60)
     intact()
     assert _glob(tmp_path, ".out.partial-*")  # what SIGKILL leaves
 
@@ -604,14 +701,14 @@ def test_real_runs_interrupted_and_concurrent_lose_nothing(tmp_path, formula_res
     proc = _start(args, pause="between-renames=60")
     _wait_for(lambda: not out.exists() and bool(_glob(tmp_path, ".out.old-*")), proc)
     proc.kill()
-    proc.communicate(timeout=60)
+    _communicate(proc, 60)
     assert not out.exists()
     assert _tree_hash(_glob(tmp_path, ".out.old-*")[0]) == report
 
     # 4. the next run (here one that fails on its input) restores the old report
     # and removes what the killed runs left
     proc = _start(_audit_args(data, out, "--force", "--text-col", "no_such_column"))
-    _, err = proc.communicate(timeout=120)
+    _, err = _communicate(proc, 120)
     assert proc.returncode == 2 and "no_such_column" in err, err
     intact()
     assert _leftovers(tmp_path, "out") == []
@@ -620,7 +717,7 @@ def test_real_runs_interrupted_and_concurrent_lose_nothing(tmp_path, formula_res
     # progress bar of the Sentence-BERT weights that the prompt features load)
     # and replaces the report
     proc = _start([*args, "--prompt-file", str(prompt)])
-    stdout, stderr = proc.communicate(timeout=300)
+    stdout, stderr = _communicate(proc, 300)
     assert proc.returncode == 0, stderr
     assert (stdout, stderr) == ("", "")
     assert _tree_hash(out) != report and (out / MARKER).exists()
