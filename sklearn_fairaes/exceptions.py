@@ -53,10 +53,13 @@ class CacheCorruptionWarning(UserWarning):
 
 
 class CacheWriteWarning(UserWarning):
-    """The embedding cache folder cannot be written; new entries stay in memory.
+    """A cache folder cannot be written; results are unchanged, only not kept.
 
-    Emitted once per cache object: entries already in the folder are still
-    read, and results are unchanged, only not kept for the next process.
+    The embedding cache emits it once per cache object: entries already in
+    the folder are still read, new ones stay in memory. The review metrics
+    emit it once per process when numba (the ``fast`` extra) finds no writable
+    folder for its cache: the review kernel is then compiled in every process
+    (set ``NUMBA_CACHE_DIR``).
 
     Examples
     --------

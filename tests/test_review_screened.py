@@ -543,3 +543,49 @@ def test_neighbours_over_several_strips(large, per_pair, monkeypatch, rs):
     np.fill_diagonal(D, np.inf)
     ref = np.argsort(D, axis=1, kind="stable")[:, :3]
     np.testing.assert_array_equal(got["neighbors"][1], ref)
+
+
+UNCACHED = """
+import pickle, sys, warnings
+import numpy as np
+import numba.core.caching
+# what numba meets where neither the installation nor the home can be written
+numba.core.caching.CacheImpl._locator_classes = []
+from sklearn_fairaes.metrics import _pairwise as P
+from sklearn_fairaes.metrics import _review_screened as RS
+from sklearn_fairaes.metrics._review import _review_all
+P._CACHE_BYTES = P._SCREEN_CACHE_BYTES = 0
+P._TASK_PAIRS = 3000
+data = np.load(sys.argv[1])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    got = _review_all(data["X"], data["y"], block_size=64, n_neighbors=4, top=30)
+    again = _review_all(data["X"], data["y"], block_size=64, n_neighbors=4, top=30)
+assert RS.kernel() is not None and not RS.kernel().CACHED
+with open(sys.argv[2], "wb") as fh:
+    pickle.dump((got, [(w.category.__name__, str(w.message)) for w in caught]), fh)
+"""
+
+
+def test_kernel_without_a_writable_cache_folder(large, monkeypatch, rs, tmp_path):
+    # numba raises at import when it finds no folder for its cache: the kernel
+    # is compiled without one instead, once per process, with one warning
+    require_module("numba", "fast")
+    import pickle
+    import subprocess
+    import sys
+
+    X, y = gauss(rs, n=200)
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    subprocess.run(
+        [sys.executable, "-c", UNCACHED, str(tmp_path / "data.npz"), str(tmp_path / "out")],
+        check=True,
+        timeout=300,
+    )
+    with open(tmp_path / "out", "rb") as fh:
+        got, caught = pickle.load(fh)
+    assert [c for c, _ in caught] == ["CacheWriteWarning"]
+    assert "NUMBA_CACHE_DIR" in caught[0][1]
+    monkeypatch.setattr(RS, "USE_KERNEL", False)
+    assert_identical(got, _review_all(X, y, block_size=64, n_neighbors=4, top=30))
+    assert large["screened"] and not large["fused"]

@@ -23,7 +23,9 @@ module imports it, and ``_review_screened`` imports this module only when
 it runs a pass; without numba the NumPy strips run, with the same results. The
 functions are at module level so that numba's on-disk cache (``cache=True``)
 finds them again: the kernel compiles once per installation (a few seconds),
-not once per process.
+not once per process. Where numba finds no folder it can write its cache to
+(a read-only installation and home, no ``NUMBA_CACHE_DIR``), the kernels are
+compiled without it, in every process, and :data:`CACHED` says so.
 """
 
 from __future__ import annotations
@@ -34,8 +36,25 @@ import numpy as np
 #: Output counters of :func:`review_block`, in its ``counts`` array.
 N_UNDECIDED, N_WINDOW, N_KNN, N_ROUTED, N_TAIL = range(5)
 
+#: False when numba could not cache the kernels on disk (they compile per process).
+CACHED = True
 
-@numba.njit(nogil=True, cache=True)
+
+def _compiled(**options):
+    def wrap(function):
+        global CACHED  # noqa: PLW0603 - set once, while the module is imported
+        try:
+            return numba.njit(nogil=True, cache=True, **options)(function)
+        except RuntimeError:
+            # "cannot cache function ...: no locator available": numba looks for
+            # a cache folder when the function is decorated, not when it compiles
+            CACHED = False
+            return numba.njit(nogil=True, **options)(function)
+
+    return wrap
+
+
+@_compiled()
 def compact(t_i, t_j, t_v, n_t, top, floor, eps_v):
     """Keep the tail candidates that can still be among the ``top``."""
     kth = np.sort(t_v[:n_t])[n_t - top]
@@ -48,7 +67,7 @@ def compact(t_i, t_j, t_v, n_t, top, floor, eps_v):
     return kept, floor
 
 
-@numba.njit(nogil=True, cache=True)
+@_compiled()
 def below(floor):
     """The largest float32 at most ``floor``: its test keeps all of ``v >= floor``."""
     f = np.float32(floor)
@@ -59,7 +78,7 @@ def below(floor):
 
 # error_model="numpy": a quotient of the routed pairs (distance about 0) is
 # inf or NaN, never read, as in NumPy
-@numba.njit(nogil=True, cache=True, error_model="numpy")
+@_compiled(error_model="numpy")
 def review_block(  # noqa: PLR0913 - one call per block, every input of it
     S, mask, has_mask, zr, zc, sh32, a32, nb32, s_star,
     special, c_of_key, w_of_key, shift, discard, hist,
@@ -190,7 +209,7 @@ def review_block(  # noqa: PLR0913 - one call per block, every input of it
     counts[N_TAIL] = n_t
 
 
-@numba.njit(nogil=True, cache=True)
+@_compiled()
 def remember_and_keep(best, i, j, s, two_eps):
     """Fold candidates into each essay's ``k`` largest similarities; keep the useful.
 

@@ -53,10 +53,12 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..exceptions import CacheWriteWarning
 from ._individual import _normalise, _settle
 from ._pairwise import N_COARSE_KEYS, _pass_threads, float_key, pairs_to_condensed
 from ._review import _critical_constants, _ThreadLocalCache
@@ -115,12 +117,26 @@ def _load_kernel() -> Any:
         if exc.name != "numba":
             raise
         return None
+    if not _review_kernel.CACHED:
+        warnings.warn(
+            "numba found no writable folder for its cache, so the review kernel "
+            "is compiled again in every process (a few seconds each); set "
+            "NUMBA_CACHE_DIR to a writable folder to keep it",
+            CacheWriteWarning,
+            stacklevel=2,
+        )
     return _review_kernel
+
+
+_KERNEL_LOCK = threading.Lock()
 
 
 def kernel() -> Any:
     """The compiled kernels' module (the ``fast`` extra), or None for the NumPy strips."""
-    return _load_kernel() if USE_KERNEL else None
+    if not USE_KERNEL:
+        return None
+    with _KERNEL_LOCK:  # the pass threads' first calls: one import, one warning
+        return _load_kernel()
 
 
 def _f32(value: float) -> np.float32:
