@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._interrupts import interrupts_kept
 from ._version import __version__
 from .text._sbert import BACKENDS as SBERT_BACKENDS
 
@@ -1246,75 +1247,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def _interrupts_kept() -> Iterator[None]:
-    """Make a Ctrl-C that lands in a finaliser stop the command all the same.
-
-    Python runs the SIGINT handler at the next bytecode, which may be inside a
-    ``__del__`` that the garbage collector called (regex's ``Group.__del__``
-    does while nltk is imported); an exception raised there is "ignored" and
-    goes to :data:`sys.unraisablehook`, and the audit would run on as if no
-    Ctrl-C had come. The hook marks such an interrupt as lost, and a watcher
-    thread delivers it again to the main thread once the hook has returned
-    (raised in the hook, it would be lost again, so the handler defers while
-    the hook runs). Only where SIGINT has Python's default handler: a program
-    that calls :func:`main` with its own handler keeps it.
-    """
-    import _thread
-    import signal
-    import threading
-
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    lost = False
-    done = threading.Event()
-    previous_hook = sys.unraisablehook
-
-    def hook(unraisable: Any) -> None:
-        nonlocal lost
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            lost = True
-        else:
-            previous_hook(unraisable)
-
-    def in_hook(frame: Any) -> bool:
-        while frame is not None:
-            if frame.f_code is hook.__code__:
-                return True
-            frame = frame.f_back
-        return False
-
-    def on_sigint(signum: int, frame: Any) -> None:
-        nonlocal lost
-        if in_hook(frame):
-            lost = True
-            return
-        raise KeyboardInterrupt
-
-    def watch() -> None:
-        nonlocal lost
-        while not done.wait(0.05):
-            if lost:
-                lost = False
-                _thread.interrupt_main(signal.SIGINT)
-
-    watcher = threading.Thread(target=watch, name="fairaes-interrupts", daemon=True)
-    sys.unraisablehook = hook
-    signal.signal(signal.SIGINT, on_sigint)
-    watcher.start()
-    try:
-        yield
-    finally:
-        done.set()
-        watcher.join()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        sys.unraisablehook = previous_hook
-
-
-@contextlib.contextmanager
 def _silenced(quiet: bool) -> Iterator[None]:
     """Under --quiet, print nothing while the command runs; errors come after.
 
@@ -1376,7 +1308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        with _interrupts_kept(), _silenced(getattr(args, "quiet", False)):
+        with interrupts_kept(), _silenced(getattr(args, "quiet", False)):
             return int(args.func(args))
     except BadInput as exc:
         print(f"fairaes: error: {exc}", file=sys.stderr)

@@ -568,6 +568,25 @@ def test_ctrl_c_while_another_finaliser_error_is_reported_still_stops(
     assert sys.unraisablehook is reporting
 
 
+@pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="the runner has its own SIGINT handler, which audit() keeps",
+)
+def test_audit_called_from_python_is_stopped_by_a_ctrl_c_in_a_finaliser(monkeypatch):
+    from sklearn_fairaes.report import _audit
+
+    def build_studies(*args, **kwargs):
+        _InterruptedFinaliser()
+        _runs_on()
+
+    monkeypatch.setattr(_audit, "build_studies", build_studies)
+    hook = sys.unraisablehook
+    with pytest.raises(KeyboardInterrupt):
+        sf.audit(_corpus(), text_col="essay", score_col="score", representations=["bow"])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.unraisablehook is hook
+
+
 # -- CSV formula injection ----------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._interrupts import interrupts_kept
 from .._version import __version__
 from ..resources import require
 from ._build import (
@@ -302,6 +303,11 @@ def audit(
         no words, an unreachable ``grammar`` server, too many folds, ...),
         before any other computation. Rows are data rows counted from 1 (the
         file's header is not counted).
+    KeyboardInterrupt
+        On Ctrl-C, also one that lands in a finaliser (where Python would
+        ignore it): called from the main thread with Python's own SIGINT
+        handler, the audit delivers such an interrupt again instead of running
+        on.
 
     Notes
     -----
@@ -417,12 +423,14 @@ def audit(
         settings=settings,
     )
     bar = Progress(progress, Progress.steps(plan, len(ORDER)))
-    try:
-        studies, empty_vectors = build_studies(plan, bar)
-        pause("computing")  # test-only hook: an interrupt test's instant mid-audit
-        runs = {a.name: _run(a, studies, bar) for a in ORDER}
-    finally:
-        bar.close()
+    # a Ctrl-C stops the audit even where it lands in a finaliser
+    with interrupts_kept():
+        try:
+            studies, empty_vectors = build_studies(plan, bar)
+            pause("computing")  # test-only hook: an interrupt test's instant mid-audit
+            runs = {a.name: _run(a, studies, bar) for a in ORDER}
+        finally:
+            bar.close()
     tables = _stack(studies, runs)
     tables.update(_data_tables(studies))
     meta = _meta(plan, studies, runs, started, title)
