@@ -666,7 +666,8 @@ def _wait_for(condition, proc, timeout=300.0):
             raise AssertionError(f"the run ended early: {proc.communicate()}")
         if time.monotonic() > end:
             proc.kill()
-            raise AssertionError("timed out waiting for the run")
+            _, err = proc.communicate()
+            raise AssertionError(f"timed out waiting for the run: {err[-2000:]}")
         time.sleep(0.02)
 
 
