@@ -394,6 +394,38 @@ def test_quantiles_outside_the_guessed_windows(large, monkeypatch, rs):
     assert large["screened"] and large["fused"]
 
 
+def test_large_problems_draw_a_sample_that_keeps_the_windows(large, monkeypatch, rs):
+    # At N = 100,000 the default sample gave windows too full to keep and each
+    # quantile cost float64 passes after the main one; the sample now grows with
+    # the pairs. Here the caps are shrunk to make 600 essays "large".
+    X, y = gauss(rs, n=600, dim=12)
+    y = y + rs.normal(scale=0.1, size=y.size)
+    kw = dict(block_size=64, quantiles=(0.9, 0.95, 0.99))
+    expected = separate(monkeypatch, X, y, **kw)["quantile_constants"]
+    monkeypatch.setattr(RS, "_MAX_WINDOW", 8000)
+    calls = []
+    real = _review._order_statistics
+
+    def counted(*args):
+        calls.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(_review, "_order_statistics", counted)
+    # the sample of small problems (1,024 pairs): windows of ~17,000 pairs
+    with monkeypatch.context() as m:
+        m.setattr(_review, "_WINDOW_PAIRS", 2**40)
+        got = _review_all(X, y, **kw)
+    np.testing.assert_allclose(got["quantile_constants"], expected, rtol=1e-12, atol=0)
+    assert calls, "the control: the windows should have been too full"
+    calls.clear()
+    monkeypatch.setattr(_review, "_WINDOW_PAIRS", 2000)
+    assert _review._n_guess(X.shape[0] * 599 // 2, kw["quantiles"]) > 10 * 1024
+    got = _review_all(X, y, **kw)
+    np.testing.assert_allclose(got["quantile_constants"], expected, rtol=1e-12, atol=0)
+    assert calls == []  # all three found in the screened pass
+    assert large["screened"]
+
+
 def test_too_many_pairs_to_settle_fall_back(large, monkeypatch, rs):
     X, y = gauss(rs, n=120)
     kw = dict(block_size=16, n_neighbors=3, top=10, quantiles=(0.5,))

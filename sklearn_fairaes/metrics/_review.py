@@ -75,7 +75,12 @@ Cost
     installation, adds about 5 s), with a peak of 821 MB against 317 MB: the
     quantile windows' pairs (about 1.4% of all pairs, 16 bytes each, at most
     ``2**24`` per window; beyond it the quantile is found by exact passes
-    after the main one) on top of ``O(N k + block^2)``
+    after the main one) on top of ``O(N k + block^2)``. Past about 10^9
+    pairs the sample that guesses the windows grows with the pairs (up to
+    ``2**23`` pairs), so that each window keeps about ``2**23`` pairs: at
+    100,000 essays the three took 1.48 times :func:`lipschitz_fraction`
+    (71.4 s against 48.2 s, peak 1.7 GB) where the default sample's full
+    windows had cost float64 passes after the main one (459 s)
     (``benchmarks/bench_pairs.py``, section 4, whose ``--review-phases`` shows
     where the time goes; ``benchmarks/bench_review_compile.py`` for the
     compile).
@@ -393,10 +398,31 @@ def _order_statistics(
     return [out[r] for r in ranks]
 
 
-#: Most pairs drawn to guess where the quantiles fall (see :func:`_guess_windows`).
+#: Pairs drawn to guess where the quantiles fall (see :func:`_guess_windows`),
+#: unless the windows would then hold more than :data:`_WINDOW_PAIRS` pairs each.
 _N_GUESS = 2**18
+#: Pairs a guessed window should hold: half the screened pass's cap
+#: (``_review_screened._MAX_WINDOW``), beyond which it keeps none.
+_WINDOW_PAIRS = 2**23
+#: Most pairs drawn for the guess (about 8 s of distances at d=384; 320 MB).
+_N_GUESS_MAX = 2**23
 #: Most constants gathered in the main pass in the guessed windows (128 MB).
 _MAX_GUESSED = 2**24
+
+
+def _n_guess(n_pairs: int, quantiles: Sequence[float]) -> int:
+    """Pairs to draw so that each guessed window holds about :data:`_WINDOW_PAIRS`.
+
+    A window spans about ``10 sqrt(q (1 - q) / s)`` of the ``n_pairs`` pairs
+    for a sample of ``s``, so its pairs grow as ``n_pairs / sqrt(s)``: past
+    about 10^9 pairs (N = 45,000) the default sample would give windows too
+    full to keep, and each quantile would cost float64 passes after the main
+    one (N = 100,000: 459 s against about 55 s for ``lipschitz_fraction``).
+    """
+    s = min(_N_GUESS, max(1024, n_pairs // 256))
+    spread = max((q * (1 - q) for q in quantiles), default=0.0)
+    needed = math.ceil((10 * math.sqrt(spread) * n_pairs / _WINDOW_PAIRS) ** 2)
+    return int(max(s, min(needed, _N_GUESS_MAX, n_pairs // 16)))
 
 
 def _guess_windows(
@@ -409,7 +435,7 @@ def _guess_windows(
     sample quantile on either side): a quantile outside its window is found
     by those passes.
     """
-    n_draws = min(_N_GUESS, max(1024, engine.n_pairs // 256))
+    n_draws = _n_guess(engine.n_pairs, quantiles)
     i, j = engine.sample_pairs(n_draws, random_state=0)
     d = np.maximum(_normalise(engine.paired_distances(i, j), stats.d_scaling), 0.0)
     o = np.maximum(_normalise(np.abs(stats.y[i] - stats.y[j]), stats.o_scaling), 0.0)
