@@ -80,10 +80,13 @@ Cost
     ``2**23`` pairs), so that each window keeps about ``2**23`` pairs: at
     100,000 essays the three took 1.48 times :func:`lipschitz_fraction`
     (71.4 s against 48.2 s, peak 1.7 GB) where the default sample's full
-    windows had cost float64 passes after the main one (459 s)
-    (``benchmarks/bench_pairs.py``, section 4, whose ``--review-phases`` shows
-    where the time goes; ``benchmarks/bench_review_compile.py`` for the
-    compile).
+    windows had cost float64 passes after the main one (459 s). Beyond about
+    180,000 essays (1.6e10 pairs; reckoned from the window sizes, not
+    measured) the windows of the 90% and 95% constants outgrow their cap again
+    and those passes return; ``quantiles=()`` skips them. Figures:
+    ``benchmarks/bench_pairs.py``, section 4 (its ``--review-phases`` shows
+    where the time goes), and ``benchmarks/bench_review_compile.py`` for the
+    compile.
 """
 
 from __future__ import annotations
