@@ -336,6 +336,29 @@ def test_refined_histograms_give_the_same_constants(data, monkeypatch):
         _check_quantile_constant(X, y, q, float(L))
 
 
+def test_refining_takes_one_pass_per_level_for_all_quantiles(data, monkeypatch):
+    X, y = data
+    y = y + np.random.RandomState(1).normal(scale=0.1, size=len(y))  # continuous
+    qs = (0.2, 0.5, 0.9, 0.95, 0.99)
+    expected = sorted_ratios(pdist(X, "cosine"), y, "minmax")
+    monkeypatch.setattr(_review, "_MAX_GATHER", 0)
+    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
+    levels = []
+
+    class Counted(_review._PrefixHistograms):
+        def __init__(self, keys, finer, shift, keys_at_shift):
+            levels.append((shift, len(keys_at_shift)))
+            super().__init__(keys, finer, shift, keys_at_shift)
+
+    monkeypatch.setattr(_review, "_PrefixHistograms", Counted)
+    got = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
+    for q, L in zip(qs, got):
+        assert L == pytest.approx(expected[math.ceil(q * len(expected)) - 1], rel=1e-12)
+    # 46 -> 30 -> 14 -> 0, each level one pass for the five ranks' bins
+    assert [shift for shift, _ in levels] == [46, 30, 14]
+    assert levels[0][1] == 5
+
+
 def test_quantiles_found_without_the_guessed_bins_are_the_same(data, monkeypatch):
     X, y = data
     qs = (0.3, 0.9, 0.99)

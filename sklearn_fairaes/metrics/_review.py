@@ -352,7 +352,8 @@ def _order_statistics(
 
     ``counts`` is the coarse histogram (:data:`KEY_SHIFT`) of all pairs. The
     bin holding a rank is gathered and sorted; a bin too full to gather is
-    refined by a histogram of its finer keys, down to single values.
+    refined by a histogram of its finer keys, down to single values. Each
+    level of refinement, and each gathering, is one pass for all the ranks.
     """
     out: dict[int, float] = {}
     # (rank, rank within the bin, bin key, shift of the key, pairs in the bin)
@@ -388,17 +389,50 @@ def _order_statistics(
             for rank, within, key, _, _ in items:
                 mine = np.sort(values[keys == key])
                 out[rank] = float(mine[within - 1])
-        for rank, within, key, shift, _ in refine:
+        # one pass per level for all the bins refined at it, not one per rank
+        for shift in sorted({item[3] for item in refine}, reverse=True):
+            items = [item for item in refine if item[3] == shift]
             finer = _SHIFTS[_SHIFTS.index(shift) + 1]
-            sub = engine.map_reduce(
-                KeyHistogramReducer(stats.keys, shift=finer, prefix=(key, shift))
-            )
-            sub_cum = np.cumsum(sub)
-            b = int(np.searchsorted(sub_cum, within, side="left"))
-            new_within = within - (int(sub_cum[b - 1]) if b else 0)
-            new_key = (key << (shift - finer)) + b
-            todo.append((rank, new_within, new_key, finer, int(sub[b])))
+            bins = sorted({item[2] for item in items})
+            subs = engine.map_reduce(_PrefixHistograms(stats.keys, finer, shift, bins))
+            for rank, within, key, _, _ in items:
+                sub = subs[bins.index(key)]
+                sub_cum = np.cumsum(sub)
+                b = int(np.searchsorted(sub_cum, within, side="left"))
+                new_within = within - (int(sub_cum[b - 1]) if b else 0)
+                new_key = (key << (shift - finer)) + b
+                todo.append((rank, new_within, new_key, finer, int(sub[b])))
     return [out[r] for r in ranks]
+
+
+class _PrefixHistograms:
+    """:class:`KeyHistogramReducer` with ``prefix=(key, shift)`` for several keys at once.
+
+    Row ``r`` of the result counts the pairs whose key at ``shift`` is
+    ``keys_at_shift[r]``, by their ``2**(shift - finer)`` finer keys inside it.
+    """
+
+    def __init__(
+        self, keys: Any, finer: int, shift: int, keys_at_shift: Sequence[int]
+    ) -> None:
+        self.keys, self.finer, self.shift = keys, finer, shift
+        self.prefixes = np.asarray(keys_at_shift, dtype=np.int64)
+        self.n_bins = 1 << (shift - finer)
+
+    def map(self, block: PairBlock) -> NDArray[np.intp]:
+        k = block.values(self.keys(block, self.finer))
+        top = k >> (self.shift - self.finer)
+        out = self.empty()
+        for r, p in enumerate(self.prefixes):
+            mine = k[top == p] - (int(p) << (self.shift - self.finer))
+            out[r] = np.bincount(mine, minlength=self.n_bins)
+        return out
+
+    def combine(self, a: NDArray[np.intp], b: NDArray[np.intp]) -> NDArray[np.intp]:
+        return a + b
+
+    def empty(self) -> NDArray[np.intp]:
+        return np.zeros((self.prefixes.size, self.n_bins), dtype=np.intp)
 
 
 #: Pairs drawn to guess where the quantiles fall (see :func:`_guess_windows`),
