@@ -79,7 +79,9 @@ def interrupts_kept() -> Iterator[None]:
     try:
         yield
     finally:
-        done.set()
-        watcher.join()
+        # put back what was replaced first: an interrupt from here on is an
+        # ordinary KeyboardInterrupt, and must not leave our handler installed
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.unraisablehook = previous_hook
+        done.set()
+        watcher.join()
