@@ -75,15 +75,15 @@ Cost
     installation, adds about 5 s), with a peak of 821 MB against 317 MB: the
     quantile windows' pairs (about 1.4% of all pairs, 16 bytes each, at most
     ``2**24`` per window; beyond it the quantile is found by exact passes
-    after the main one) on top of ``O(N k + block^2)``. Past about 10^9
-    pairs the sample that guesses the windows grows with the pairs (up to
-    ``2**23`` pairs), so that each window keeps about ``2**23`` pairs: at
+    after the main one) on top of ``O(N k + block^2)``. Past about 1.4e9 pairs
+    (N = 53,000) the sample that guesses the windows grows with the pairs (up
+    to ``2**23`` of them), so that each window keeps about ``2**23`` pairs: at
     100,000 essays the three took 1.48 times :func:`lipschitz_fraction`
     (71.4 s against 48.2 s, peak 1.7 GB) where the default sample's full
-    windows had cost float64 passes after the main one (459 s). Beyond about
-    180,000 essays (1.6e10 pairs; reckoned from the window sizes, not
-    measured) the windows of the 90% and 95% constants outgrow their cap again
-    and those passes return; ``quantiles=()`` skips them. Figures:
+    windows had cost float64 passes after the main one (459 s). Beyond about 180,000
+    essays (1.6e10 pairs; reckoned from the window sizes, not measured) the
+    windows of the 90% and 95% constants outgrow their cap again and those
+    passes return; ``quantiles=()`` skips them. Figures:
     ``benchmarks/bench_pairs.py``, section 4 (its ``--review-phases`` shows
     where the time goes), and ``benchmarks/bench_review_compile.py`` for the
     compile.
@@ -452,9 +452,11 @@ def _n_guess(n_pairs: int, quantiles: Sequence[float]) -> int:
 
     A window spans about ``10 sqrt(q (1 - q) / s)`` of the ``n_pairs`` pairs
     for a sample of ``s``, so its pairs grow as ``n_pairs / sqrt(s)``: past
-    about 10^9 pairs (N = 45,000) the default sample would give windows too
-    full to keep, and each quantile would cost float64 passes after the main
-    one (N = 100,000: 459 s against about 55 s for ``lipschitz_fraction``).
+    about 2.9e9 pairs (N = 76,000) the default sample would give the 90%
+    window more pairs than the screened pass keeps, and each such quantile
+    would cost float64 passes after the main one (N = 100,000: 459 s against
+    48 s for ``lipschitz_fraction``). The sample grows from about 1.4e9 pairs
+    (N = 53,000) on; below, it is the default.
     """
     s = min(_N_GUESS, max(1024, n_pairs // 256))
     spread = max((q * (1 - q) for q in quantiles), default=0.0)
