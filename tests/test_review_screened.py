@@ -195,12 +195,47 @@ def test_fused_pass_equals_the_separate_reducers(large, monkeypatch, rs, block_s
     got = float64_pass(monkeypatch, X, y, **kw)
     assert large["fused"] and not large["screened"]
     assert_identical(got, separate(monkeypatch, X, y, **kw))
-    # a quantile constant of 0 (its window starts at 0): refused by the screen
+    # a quantile constant of 0 (1 in 7 pairs have equal scores), on this pass
     large.clear()
     kw = dict(quantiles=(0.1, 0.5), block_size=block_size)
-    got = _review_all(X, y, **kw)
+    got = float64_pass(monkeypatch, X, y, **kw)
     assert large["fused"] and not large["screened"] and got["quantile_constants"][0] == 0
     assert_identical(got, separate(monkeypatch, X, y, **kw))
+
+
+@pytest.mark.parametrize("normalize", ["minmax", "max", None])
+def test_quantiles_among_the_pairs_of_equal_scores(
+    large, per_pair, monkeypatch, rs, normalize
+):
+    # A quantile among the pairs of equal scores is 0: it needs no window, and
+    # a window reaching 0 (a threshold within the score error of 0) would send
+    # the problem to the float64 pass. Integer scores, low quantiles.
+    X, y = gauss(rs, n=160)
+    y = np.minimum(y, 3)  # 0..3: nearly 4 in 10 pairs have equal scores
+    n_equal = sum(c * (c - 1) // 2 for c in collections.Counter(y).values())
+    T = 160 * 159 // 2
+    assert 0.3 < n_equal / T < 0.45
+    kw = dict(quantiles=(0.1, 0.3, 0.45, 0.5, 0.9), normalize=normalize, block_size=32)
+    with monkeypatch.context() as m:
+        m.setattr(_review, "_order_statistics", None)  # no pass after the main one
+        got = _review_all(X, y, **kw)
+    assert large["screened"] and not large["fused"]
+    d = pdist(X, "cosine")
+    o = pdist(y[:, None])
+    if normalize == "minmax":
+        d, o = (d - d.min()) / (d.max() - d.min()), (o - o.min()) / (o.max() - o.min())
+    elif normalize == "max":
+        d, o = d / d.max(), o / o.max()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(o <= 0, 0.0, o / d)
+    c = np.sort(c)
+    for q, L in zip(kw["quantiles"], got["quantile_constants"]):
+        m = math.ceil(q * T)
+        if m <= n_equal:
+            assert L == 0.0
+        else:
+            assert L == pytest.approx(c[m - 1], rel=1e-12)
+    assert_same(got, separate(monkeypatch, X, y, **kw))
 
 
 @pytest.mark.parametrize(

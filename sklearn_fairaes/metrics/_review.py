@@ -66,8 +66,8 @@ Cost
     the windows of the quantiles (guessed from a sample of pairs), among the
     candidates of the top violations and the nearest neighbours. A problem
     outside the screen's error bounds (scores beyond float32, constants or
-    quantile constants within the score error of 0, constant scores, the
-    neighbours alone) gets one fused float64 pass instead (``_FusedReview``,
+    positive quantile constants within the score error of 0, constant scores,
+    the neighbours alone) gets one fused float64 pass instead (``_FusedReview``,
     whose values are the separate reducers', bit for bit). For 50,000 essays
     of 384 dimensions the three together from one shared pass took 1.32 times
     as long as :func:`lipschitz_fraction` (16.8 s against 12.8 s, best of 3 on
@@ -472,7 +472,9 @@ def _guess_windows(
     Gathering the constants there in the main pass saves the passes that would
     find them afterwards. A guess only (five standard deviations of the
     sample quantile on either side): a quantile outside its window is found
-    by those passes.
+    by those passes. Without groups, ``quantiles`` lie above the pairs of
+    equal scores (:func:`_review` sets the others to 0), and a window that
+    would start at 0 starts at half the smallest positive constant drawn.
     """
     n_draws = _n_guess(engine.n_pairs, quantiles)
     i, j = engine.sample_pairs(n_draws, random_state=0)
@@ -481,10 +483,15 @@ def _guess_windows(
     c = np.sort(_critical_constants(o, d))
     s = c.size
     windows = []
+    first_positive = int(np.searchsorted(c, 0.0, side="right"))
     for q in quantiles:
         half = 5 * math.sqrt(q * (1 - q) / s) + 2 / s
         lo = c[max(0, math.floor((q - half) * s) - 1)]
         hi = c[min(s - 1, math.ceil((q + half) * s))]
+        if lo == 0 and first_positive < s and engine.groups is None:
+            # these quantiles lie above the pairs of equal scores (see _review):
+            # a window from 0 would send the problem to the float64 pass
+            lo = c[first_positive] / 2
         keys = float_key(np.array([lo, hi]), _FINE_SHIFT)
         windows.append((int(keys[0]), int(keys[1])))
     return windows
@@ -1141,9 +1148,21 @@ def _review(
         out.update(d_scaling=d_scaling, o_scaling=o_scaling, distance_range=d_range,
                    outcome_range=o_range)  # fmt: skip
         stats = _PairStatistics(y, d_scaling, o_scaling, lipschitz_constant)
-        if constants is not None and quantiles:
-            windows = _guess_windows(engine, stats, quantiles)
-    ranks = [_needed(q, engine.n_pairs) for q in quantiles] if constants is not None else []
+    all_ranks = (
+        [_needed(q, engine.n_pairs) for q in quantiles] if constants is not None else []
+    )
+    # a rank among the pairs of equal (normalised) scores has the constant 0;
+    # a window reaching down to 0 would send the problem to the float64 pass
+    zero_ranks = set()
+    if all_ranks and engine.groups is None:
+        from ._review_screened import n_zero_differences
+
+        n_zero = n_zero_differences(y, cast(_PairStatistics, stats).o_scaling)
+        zero_ranks = {m for m in all_ranks if m <= n_zero}
+    ranks = [m for m in all_ranks if m not in zero_ranks]
+    if ranks:
+        open_quantiles = [q for q, m in zip(quantiles, all_ranks) if m not in zero_ranks]
+        windows = _guess_windows(engine, cast(_PairStatistics, stats), open_quantiles)
     screened = None
     if _fused(engine) and stats is not None:
         from ._review_screened import screened_review, screened_setup
@@ -1170,10 +1189,10 @@ def _review(
         out.update(_separate_pass(engine, n_others, top, constants, stats, windows))
     if constants is not None and quantiles:
         stats = cast(_PairStatistics, stats)
-        found: dict[int, float] = {}
+        found: dict[int, float] = dict.fromkeys(zero_ranks, 0.0)
         by_rank = out.pop("quantiles_by_rank", None)
         if by_rank is not None:
-            found = {m: v for m, v in by_rank.items() if v is not None}
+            found.update({m: v for m, v in by_rank.items() if v is not None})
         else:
             below, values, overflow = out.pop("guessed", ((), [], True))
             if not overflow:
@@ -1190,7 +1209,7 @@ def _review(
                 else engine.map_reduce(KeyHistogramReducer(stats.keys))
             )
             found.update(zip(missing, _order_statistics(engine, stats, counts, missing)))
-        out["quantile_constants"] = [found[m] for m in ranks]
+        out["quantile_constants"] = [found[m] for m in all_ranks]
     return out
 
 
