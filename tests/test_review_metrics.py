@@ -345,12 +345,13 @@ def test_refining_takes_one_pass_per_level_for_all_quantiles(data, monkeypatch):
     monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
     levels = []
 
-    class Counted(_review._PrefixHistograms):
-        def __init__(self, keys, finer, shift, keys_at_shift):
-            levels.append((shift, len(keys_at_shift)))
-            super().__init__(keys, finer, shift, keys_at_shift)
+    class Counted(_review.KeyHistogramReducer):
+        def __init__(self, keys, *, shift=_review.KEY_SHIFT, prefix=None):
+            if prefix is not None:  # a refinement pass
+                levels.append((prefix[1], len(prefix[0])))
+            super().__init__(keys, shift=shift, prefix=prefix)
 
-    monkeypatch.setattr(_review, "_PrefixHistograms", Counted)
+    monkeypatch.setattr(_review, "KeyHistogramReducer", Counted)
     got = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     for q, L in zip(qs, got):
         assert L == pytest.approx(expected[math.ceil(q * len(expected)) - 1], rel=1e-12)

@@ -1958,10 +1958,11 @@ class KeyHistogramReducer:
         ``keys(block, shift)`` returns the int64 keys (:func:`float_key` at
         ``shift``) of the statistic of every entry of the block (2-D).
     shift : int, default=KEY_SHIFT
-    prefix : (int, int), default=None
-        ``(key, coarser_shift)``: count only values whose key at the coarser
-        shift is ``key``; the bins are then the ``2**(coarser_shift - shift)``
-        finer keys inside it, numbered from 0.
+    prefix : (sequence of int, int), default=None
+        ``(keys, coarser_shift)``: row ``r`` of the result counts only values
+        whose key at the coarser shift is ``keys[r]``, in the
+        ``2**(coarser_shift - shift)`` finer keys inside it, numbered from 0
+        (one pass for several bins refined at once).
     """
 
     def __init__(
@@ -1969,29 +1970,35 @@ class KeyHistogramReducer:
         keys: BlockKeys,
         *,
         shift: int = KEY_SHIFT,
-        prefix: tuple[int, int] | None = None,
+        prefix: tuple[Sequence[int], int] | None = None,
     ) -> None:
         self.keys = keys
         self.shift = shift
         self.prefix = prefix
         if prefix is None:
             self.n_bins = (0x7FF0000000000000 >> shift) + 1
-            self.offset = 0
         else:
             self.n_bins = 1 << (prefix[1] - shift)
-            self.offset = prefix[0] << (prefix[1] - shift)
 
     def map(self, block: PairBlock) -> NDArray[np.intp]:
         k = block.values(self.keys(block, self.shift))
-        if self.prefix is not None:
-            k = k[(k >> (self.prefix[1] - self.shift)) == self.prefix[0]]
-        return np.bincount(k - self.offset, minlength=self.n_bins)
+        if self.prefix is None:
+            return np.bincount(k, minlength=self.n_bins)
+        coarse_keys, coarser = self.prefix
+        drop = coarser - self.shift
+        top = k >> drop
+        out = self.empty()
+        for r, key in enumerate(coarse_keys):
+            out[r] = np.bincount(k[top == key] - (key << drop), minlength=self.n_bins)
+        return out
 
     def combine(self, a: NDArray[np.intp], b: NDArray[np.intp]) -> NDArray[np.intp]:
         return a + b
 
     def empty(self) -> NDArray[np.intp]:
-        return np.zeros(self.n_bins, dtype=np.intp)
+        if self.prefix is None:
+            return np.zeros(self.n_bins, dtype=np.intp)
+        return np.zeros((len(self.prefix[0]), self.n_bins), dtype=np.intp)
 
 
 class KeyCollectReducer:

@@ -394,7 +394,9 @@ def _order_statistics(
             items = [item for item in refine if item[3] == shift]
             finer = _SHIFTS[_SHIFTS.index(shift) + 1]
             bins = sorted({item[2] for item in items})
-            subs = engine.map_reduce(_PrefixHistograms(stats.keys, finer, shift, bins))
+            subs = engine.map_reduce(
+                KeyHistogramReducer(stats.keys, shift=finer, prefix=(bins, shift))
+            )
             for rank, within, key, _, _ in items:
                 sub = subs[bins.index(key)]
                 sub_cum = np.cumsum(sub)
@@ -403,36 +405,6 @@ def _order_statistics(
                 new_key = (key << (shift - finer)) + b
                 todo.append((rank, new_within, new_key, finer, int(sub[b])))
     return [out[r] for r in ranks]
-
-
-class _PrefixHistograms:
-    """:class:`KeyHistogramReducer` with ``prefix=(key, shift)`` for several keys at once.
-
-    Row ``r`` of the result counts the pairs whose key at ``shift`` is
-    ``keys_at_shift[r]``, by their ``2**(shift - finer)`` finer keys inside it.
-    """
-
-    def __init__(
-        self, keys: Any, finer: int, shift: int, keys_at_shift: Sequence[int]
-    ) -> None:
-        self.keys, self.finer, self.shift = keys, finer, shift
-        self.prefixes = np.asarray(keys_at_shift, dtype=np.int64)
-        self.n_bins = 1 << (shift - finer)
-
-    def map(self, block: PairBlock) -> NDArray[np.intp]:
-        k = block.values(self.keys(block, self.finer))
-        top = k >> (self.shift - self.finer)
-        out = self.empty()
-        for r, p in enumerate(self.prefixes):
-            mine = k[top == p] - (int(p) << (self.shift - self.finer))
-            out[r] = np.bincount(mine, minlength=self.n_bins)
-        return out
-
-    def combine(self, a: NDArray[np.intp], b: NDArray[np.intp]) -> NDArray[np.intp]:
-        return a + b
-
-    def empty(self) -> NDArray[np.intp]:
-        return np.zeros((self.prefixes.size, self.n_bins), dtype=np.intp)
 
 
 #: Pairs drawn to guess where the quantiles fall (see :func:`_guess_windows`),
