@@ -485,6 +485,13 @@ def test_ctrl_c_during_the_computation_exits_130(tmp_path, capsys, monkeypatch, 
     assert _tree_hash(out) == before and _leftovers(tmp_path, "out") == []
 
 
+# the guard leaves a SIGINT handler other than Python's own as it is
+needs_default_sigint = pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="the runner has its own SIGINT handler, which main() and audit() keep",
+)
+
+
 class _InterruptedFinaliser:
     """An object whose ``__del__`` gets the Ctrl-C, as regex's ``Group`` did.
 
@@ -506,10 +513,7 @@ def _runs_on(*args, **kwargs):
     raise AssertionError("the Ctrl-C was lost: the audit ran on")
 
 
-@pytest.mark.skipif(
-    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-    reason="the runner has its own SIGINT handler, which main() keeps",
-)
+@needs_default_sigint
 def test_ctrl_c_that_lands_in_a_finaliser_still_stops_the_audit(
     tmp_path, capsys, monkeypatch, earlier
 ):
@@ -532,10 +536,7 @@ def test_ctrl_c_that_lands_in_a_finaliser_still_stops_the_audit(
     assert sys.unraisablehook is hook
 
 
-@pytest.mark.skipif(
-    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-    reason="the runner has its own SIGINT handler, which main() keeps",
-)
+@needs_default_sigint
 def test_ctrl_c_while_another_finaliser_error_is_reported_still_stops(
     tmp_path, capsys, monkeypatch, earlier
 ):
@@ -568,10 +569,7 @@ def test_ctrl_c_while_another_finaliser_error_is_reported_still_stops(
     assert sys.unraisablehook is reporting
 
 
-@pytest.mark.skipif(
-    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-    reason="the runner has its own SIGINT handler, which audit() keeps",
-)
+@needs_default_sigint
 def test_audit_called_from_python_is_stopped_by_a_ctrl_c_in_a_finaliser(monkeypatch):
     from sklearn_fairaes.report import _audit
 
