@@ -80,10 +80,10 @@ Cost
     to ``2**23`` of them), so that each window keeps about ``2**23`` pairs: at
     100,000 essays the three took 1.48 times :func:`lipschitz_fraction`
     (71.4 s against 48.2 s, peak 1.7 GB) where the default sample's full
-    windows had cost float64 passes after the main one (459 s). Beyond about 180,000
-    essays (1.6e10 pairs; reckoned from the window sizes, not measured) the
-    windows of the 90% and 95% constants outgrow their cap again and those
-    passes return; ``quantiles=()`` skips them. Figures:
+    windows had cost float64 passes after the main one (459 s). Beyond about
+    180,000 essays (1.6e10 pairs; reckoned from the window sizes, not
+    measured) the windows of the 90% and 95% constants outgrow their cap again
+    and those passes return; ``quantiles=()`` skips them. Figures:
     ``benchmarks/bench_pairs.py``, section 4 (its ``--review-phases`` shows
     where the time goes), and ``benchmarks/bench_review_compile.py`` for the
     compile.
@@ -1126,15 +1126,18 @@ def _review(
     # a rank among the pairs of equal (normalised) scores has the constant 0;
     # a window reaching down to 0 would send the problem to the float64 pass
     zero_ranks = set()
-    if all_ranks and engine.groups is None:
-        from ._review_screened import n_zero_differences
+    ranks = all_ranks
+    if all_ranks:  # constants were asked for, so stats is set
+        known = cast(_PairStatistics, stats)
+        if engine.groups is None:
+            from ._review_screened import n_zero_differences
 
-        n_zero = n_zero_differences(y, cast(_PairStatistics, stats).o_scaling)
-        zero_ranks = {m for m in all_ranks if m <= n_zero}
-    ranks = [m for m in all_ranks if m not in zero_ranks]
-    if ranks:
-        open_quantiles = [q for q, m in zip(quantiles, all_ranks) if m not in zero_ranks]
-        windows = _guess_windows(engine, cast(_PairStatistics, stats), open_quantiles)
+            n_zero = n_zero_differences(y, known.o_scaling)
+            zero_ranks = {m for m in all_ranks if m <= n_zero}
+        ranks = [m for m in all_ranks if m not in zero_ranks]
+        if ranks:
+            open_q = [q for q, m in zip(quantiles, all_ranks) if m not in zero_ranks]
+            windows = _guess_windows(engine, known, open_q)
     screened = None
     if _fused(engine) and stats is not None:
         from ._review_screened import screened_review, screened_setup
