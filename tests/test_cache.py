@@ -2,6 +2,7 @@ import errno
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import warnings
 import zlib
@@ -41,6 +42,36 @@ def test_memory_cache_computes_each_distinct_text_once():
     cache.get_or_compute(IDENT, ["bb", ""], enc)
     assert enc.calls == [["a", "bb", ""]]
     assert cache.stats() == {"hits": 3, "misses": 3, "entries": 3}
+
+
+def test_memory_is_bounded_in_bytes_least_recently_used_first():
+    # one toy vector is 3 float32 = 12 bytes: room for two
+    cache = EmbeddingCache(max_bytes=24)
+    enc = Counter()
+    cache.get_or_compute(IDENT, ["a", "bb"], enc)
+    cache.get_or_compute(IDENT, ["a"], enc)  # "a" becomes the most recent
+    out = cache.get_or_compute(IDENT, ["ccc"], enc)  # evicts "bb"
+    np.testing.assert_array_equal(out, toy_encode(["ccc"]))
+    assert cache.stats()["entries"] == 2
+    cache.get_or_compute(IDENT, ["a", "bb"], enc)
+    assert enc.calls == [["a", "bb"], ["ccc"], ["bb"]]
+    assert pickle.loads(pickle.dumps(cache)).max_bytes == 24
+
+
+def test_process_wide_cache_is_bounded_and_off_by_default():
+    import inspect
+
+    from sklearn_fairaes import InterpretableFeatures, LaserEncoder, SentenceBertEncoder
+
+    assert get_cache(True).max_bytes == 256 * 2**20
+    for est in (SentenceBertEncoder, LaserEncoder, InterpretableFeatures):
+        assert inspect.signature(est).parameters["cache"].default is None, est
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "1GB"])
+def test_max_bytes_must_be_a_byte_count(bad):
+    with pytest.raises(ValueError, match="max_bytes must be None or an int >= 0"):
+        EmbeddingCache(max_bytes=bad)
 
 
 def test_identity_separates_encoders():

@@ -206,6 +206,16 @@ def test_memory_cache_hits_shared_by_clones(tiny_dir):
     np.testing.assert_array_equal(second, np.vstack([first[::-1], first[:1]]))
 
 
+def test_default_keeps_nothing_in_process_wide_state(tiny_dir):
+    # sklearn estimators keep no state outside themselves: caching is opt-in
+    shared = get_cache(True)
+    before = shared.stats()
+    essays = [f"{essay} (default cache test)" for essay in ESSAYS]
+    enc = LaserEncoder(model_dir=tiny_dir).fit(essays)
+    enc.transform(essays)
+    assert shared.stats() == before
+
+
 def test_explicit_cache_object(tiny_dir, direct):
     cache = EmbeddingCache()
     enc = LaserEncoder(model_dir=tiny_dir, cache=cache).fit(ESSAYS)

@@ -437,11 +437,11 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     progress : bool or "auto", default="auto"
         Show a tqdm progress bar. ``"auto"`` shows one when at least 500
         essays are processed and standard error is a terminal.
-    cache : bool, str, path or EmbeddingCache, default=True
+    cache : bool, str, path or EmbeddingCache, default=None
         Embedding cache of the ``prompt_similarity_sbert`` encoder, as
-        :class:`~sklearn_fairaes.SentenceBertEncoder`'s ``cache``: True the
-        process-wide in-memory cache, a folder that on-disk cache (shared
-        across runs), None or False none. An on-disk cache (a folder, or an
+        :class:`~sklearn_fairaes.SentenceBertEncoder`'s ``cache``: None or
+        False none, True the process-wide in-memory cache (bounded to 256 MiB),
+        a folder that on-disk cache (shared across runs). An on-disk cache (a folder, or an
         :class:`~sklearn_fairaes.text.EmbeddingCache` with one) also keeps,
         per essay, what the features are computed from -- the counts and the
         POS tags -- across runs, so that a second run neither tokenizes, tags
@@ -532,7 +532,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         normalize: str | Sequence[str] | Mapping[str, str] | None = None,
         reference: tuple[ArrayLike, ArrayLike] | None = None,
         progress: bool | str = "auto",
-        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
+        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = None,
     ) -> None:
         self.prompt = prompt
         self.features = features

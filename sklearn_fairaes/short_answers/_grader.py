@@ -56,10 +56,15 @@ _Vectors = Any
 
 
 def default_representation() -> SentenceBertEncoder:
-    """The default representation: Sentence-BERT MiniLM through the embedding cache."""
+    """The default representation: Sentence-BERT MiniLM through the embedding cache.
+
+    The grader's refits (cross-validation, grid search) re-encode the same
+    answers, so its default opts into the process-wide in-memory cache,
+    bounded to 256 MiB; pass ``SentenceBertEncoder()`` for none.
+    """
     from ..text import SentenceBertEncoder
 
-    return SentenceBertEncoder()
+    return SentenceBertEncoder(cache=True)
 
 
 def check_representation(representation: object, name: str = "representation") -> None:
@@ -200,8 +205,8 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         How texts become vectors: any transformer of lists of str with ``fit``
         and ``transform`` (:class:`~sklearn_fairaes.text.SentenceBertEncoder`,
         :class:`~sklearn_fairaes.text.TfidfEssayVectorizer`, ...). None uses
-        ``SentenceBertEncoder()`` (all-MiniLM-L6-v2, through the embedding
-        cache). It is cloned and fitted in :meth:`fit` on the distinct answer
+        ``SentenceBertEncoder(cache=True)`` (all-MiniLM-L6-v2, through the
+        process-wide in-memory embedding cache, bounded to 256 MiB). It is cloned and fitted in :meth:`fit` on the distinct answer
         and reference texts of the training data.
     calibration : {None, "isotonic", "linear"}, default=None
         Map from similarity to grade, see above. With None, ``y`` is not

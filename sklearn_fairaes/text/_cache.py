@@ -46,6 +46,11 @@ __all__ = ["EmbeddingCache", "get_cache"]
 #: in another layout live in other folders and are never read as this one.
 _FORMAT = 2
 
+#: Default bound on the bytes of vectors an :class:`EmbeddingCache` keeps in
+#: memory (256 MiB), so that a long-lived process that opted into a cache does
+#: not grow without limit; the least recently used entries go first.
+DEFAULT_MAX_BYTES = 256 * 2**20
+
 #: Written at the root of every folder the cache stores entries in. Its first
 #: line is the Cache Directory Tagging signature (https://bford.info/cachedir/),
 #: so backup tools skip the folder; ``fairaes cache clear`` removes only what
@@ -297,6 +302,12 @@ class EmbeddingCache:
     ----------
     path : str or path-like, default=None
         Folder for the on-disk store; ``None`` keeps entries in memory only.
+    max_bytes : int or None, default=256 * 2**20
+        Bound on the bytes of the vectors kept in memory (256 MiB by default:
+        about 170,000 MiniLM or 87,000 mpnet vectors). Beyond it the least
+        recently used entries are dropped from memory: a disk store still
+        serves them, an in-memory cache computes them again when next asked
+        for. ``None``: no bound.
 
     Attributes
     ----------
@@ -327,9 +338,25 @@ class EmbeddingCache:
     {'hits': 2, 'misses': 2, 'entries': 2}
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
+    ) -> None:
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0
+        ):
+            raise ValueError(
+                f"max_bytes must be None or an int >= 0 (bytes of vectors kept in "
+                f"memory), got {max_bytes!r}"
+            )
         self.path = None if path is None else Path(path)
+        self.max_bytes = max_bytes
+        # insertion order is recency order (a hit moves its entry to the end),
+        # so the first entries are the least recently used, evicted first
         self._memory: dict[tuple[str, str], NDArray[np.float32]] = {}
+        self._memory_bytes = 0
         self._lock = threading.Lock()
         self._write_warned = False
         # set by open_cache for a folder found not writable: entries are read
@@ -353,10 +380,16 @@ class EmbeddingCache:
 
     # pickling (joblib workers): ship the location, not the in-memory entries
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "read_only": self._read_only}
+        return {
+            "path": self.path,
+            "read_only": self._read_only,
+            "max_bytes": self.max_bytes,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        type(self).__init__(self, state["path"])
+        type(self).__init__(
+            self, state["path"], max_bytes=state.get("max_bytes", DEFAULT_MAX_BYTES)
+        )
         self._read_only = bool(state.get("read_only", False))
 
     def stats(self) -> dict[str, int]:
@@ -381,6 +414,20 @@ class EmbeddingCache:
         """Forget the in-memory entries (the disk store is left alone)."""
         with self._lock:
             self._memory.clear()
+            self._memory_bytes = 0
+
+    def _remember(self, key: tuple[str, str], vec: NDArray[np.float32]) -> None:
+        """Keep ``vec`` in memory as the most recent entry, within ``max_bytes``."""
+        old = self._memory.pop(key, None)
+        if old is not None:
+            self._memory_bytes -= old.nbytes
+        self._memory[key] = vec
+        self._memory_bytes += vec.nbytes
+        if self.max_bytes is None:
+            return
+        while self._memory_bytes > self.max_bytes and self._memory:
+            oldest = next(iter(self._memory))
+            self._memory_bytes -= self._memory.pop(oldest).nbytes
 
     # -- the disk store as a whole (``fairaes cache info|clear``) ------------
     def _encoder_dirs(self) -> list[Path]:
@@ -750,11 +797,15 @@ class EmbeddingCache:
         for text, tkey in zip(texts, keys):
             if tkey in found or tkey in missing:
                 continue
-            vec = self._memory.get((ident_hex, tkey))
+            with self._lock:
+                vec = self._memory.pop((ident_hex, tkey), None)
+                if vec is not None:  # a hit becomes the most recent entry
+                    self._memory[(ident_hex, tkey)] = vec
             if vec is None and self.path is not None:
                 vec = self._read_disk(ekey, entry_key(ident_hex, tkey), tkey, dim)
                 if vec is not None:
-                    self._memory[(ident_hex, tkey)] = vec
+                    with self._lock:
+                        self._remember((ident_hex, tkey), vec)
             if vec is None:
                 missing[tkey] = text
             else:
@@ -782,7 +833,7 @@ class EmbeddingCache:
                         vec = self._store(
                             ekey, entry_key(ident_hex, tkey), tkey, vec, identity, about
                         )
-                    self._memory[(ident_hex, tkey)] = vec
+                    self._remember((ident_hex, tkey), vec)
                     found[tkey] = vec
         # a text repeated within one call is computed once and served again: a hit
         self.misses += len(missing)

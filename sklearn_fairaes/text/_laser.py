@@ -227,9 +227,9 @@ class LaserEncoder(_BaseEssayEncoder):
     Calls ``laserembeddings.Laser.embed_sentences`` -- Moses tokenisation for
     ``lang``, lower-casing, LASER's BPE, then the BiLSTM encoder max-pooled
     over all tokens -- on the CPU. The vectors are the ones laserembeddings
-    itself returns for the same texts. Embeddings go through the package's
-    embedding cache, so clones of this encoder (in a grid search, say) encode
-    each distinct essay once.
+    itself returns for the same texts. With a ``cache`` (opt-in), embeddings go
+    through the package's embedding cache, so clones of this encoder (in a
+    grid search, say) encode each distinct essay once.
 
     The model files (``bilstm.93langs.2018-12-26.pt``, ``93langs.fcodes``,
     ``93langs.fvocab``) are not on any package registry. On a machine with
@@ -267,9 +267,13 @@ class LaserEncoder(_BaseEssayEncoder):
         (laserembeddings itself would fall back to the CPU without a word).
         Like ``max_tokens`` it changes only the rounding and is not part of
         the cache key.
-    cache : bool, str, path or EmbeddingCache, default=True
-        True: the process-wide in-memory cache; a folder: that on-disk cache
-        (shared by joblib worker processes); None: no cache.
+    cache : bool, str, path or EmbeddingCache, default=None
+        None or False: no cache, every call encodes (the estimator keeps no
+        state outside itself); True: the process-wide in-memory cache, bounded
+        to 256 MiB of vectors (least recently used dropped first), which
+        clones share; a folder: that on-disk cache (shared by joblib worker
+        processes and later runs); an
+        :class:`~sklearn_fairaes.text.EmbeddingCache`: that one.
 
     Attributes
     ----------
@@ -312,7 +316,7 @@ class LaserEncoder(_BaseEssayEncoder):
         pooling: str = "essay",
         max_tokens: int = 12000,
         device: str | None = None,
-        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
+        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = None,
     ) -> None:
         self.lang = lang
         self.model_dir = model_dir

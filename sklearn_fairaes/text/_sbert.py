@@ -526,9 +526,9 @@ class SentenceBertEncoder(_BaseEssayEncoder):
 
     Calls ``SentenceTransformer.encode`` on the essays; the vectors are the ones
     sentence-transformers itself returns for the same texts and options.
-    Embeddings go through the package's embedding cache, so clones of this
-    encoder (in a grid search, say) encode each distinct essay once. The
-    model is loaded at the first essay not in the cache: ``fit`` reads the
+    With a ``cache`` (opt-in), embeddings go through the package's embedding
+    cache, so clones of this encoder (in a grid search, say) encode each
+    distinct essay once. The model is loaded at the first essay not in the cache: ``fit`` reads the
     vector size and window from the model's files when they state them, so a
     run whose essays are all cached never loads torch or the weights.
 
@@ -576,9 +576,13 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         and emits one :class:`~sklearn_fairaes.exceptions.LongTextWarning` per
         call counting the essays affected; ``"chunk_mean"`` embeds consecutive
         windows and averages them (then normalises, if asked).
-    cache : bool, str, path or EmbeddingCache, default=True
-        True: the process-wide in-memory cache; a folder: that on-disk cache
-        (shared by joblib worker processes); None: no cache. The key holds the
+    cache : bool, str, path or EmbeddingCache, default=None
+        None or False: no cache, every call encodes (the estimator keeps no
+        state outside itself); True: the process-wide in-memory cache, bounded
+        to 256 MiB of vectors (least recently used dropped first), which
+        clones share, so a grid search encodes each essay once; a folder: that
+        on-disk cache (shared by joblib worker processes and later runs); an
+        :class:`~sklearn_fairaes.text.EmbeddingCache`: that one. The key holds the
         SHA-256 of the model's weight, configuration and tokenizer files (so an
         edited model folder is never served old vectors) and the options that
         change the vectors (``backend`` among them); not ``batch_size`` or
@@ -615,7 +619,7 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         backend: str = "torch",
         normalize_embeddings: bool = False,
         long_text: str = "truncate",
-        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
+        cache: bool | str | os.PathLike[str] | EmbeddingCache | None = None,
     ) -> None:
         self.model = model
         self.batch_size = batch_size
