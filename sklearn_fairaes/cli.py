@@ -173,15 +173,40 @@ def _check_records(frame: pd.DataFrame, text: str, sep: str, path: Path) -> None
     many fields as the header) is rows merged by an unbalanced quote; see the
     Notes of :func:`read_table`.
     """
-    import csv
-    import io
-    import re
-
     kind = "CSV" if sep == "," else "TSV"
     fix = (
         'quote the whole field and double each " inside it (as spreadsheets save '
         f"{kind} files), or remove the leading quote"
     )
+    with _csv_fields_up_to(len(text)):
+        _compare_records(frame, text, sep, path, kind, fix)
+
+
+@contextlib.contextmanager
+def _csv_fields_up_to(n_chars: int) -> Iterator[None]:
+    """Let Python's ``csv`` read fields of up to ``n_chars`` characters, then restore.
+
+    Its default limit (131,072 characters) is far below a long essay, which
+    pandas reads; the limit is process-wide, so it is put back afterwards.
+    """
+    import csv
+
+    # no field is longer than the text; the limit is a C long (32 bits on Windows)
+    previous = csv.field_size_limit(min(n_chars + 1, 2**31 - 1))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _compare_records(
+    frame: pd.DataFrame, text: str, sep: str, path: Path, kind: str, fix: str
+) -> None:
+    """The body of :func:`_check_records`, under a ``csv`` field limit that fits."""
+    import csv
+    import io
+    import re
+
     plain = [
         r
         for r in csv.reader(
@@ -826,11 +851,21 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 options=options,
             )
         except AuditInputError as exc:
-            raise BadInput(f"{args.data}: {exc}") from None
+            raise BadInput(_refusal(args, exc)) from None
         _write_output(args, claim, result)
     finally:
         claim.release()
     return _finish(args, result)
+
+
+def _refusal(args: argparse.Namespace, exc: Exception) -> str:
+    """audit()'s refusal as the command says it: a model's failure names its file."""
+    model = getattr(exc, "model", None)  # ModelScoringError: the model's name
+    for entry in args.model_file or []:
+        name, _, path = (part.strip() for part in entry.partition("="))
+        if model is not None and name == model:
+            return f"--model-file {name}={path}: {exc}"
+    return f"{args.data}: {exc}"
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -114,6 +114,19 @@ def test_quoted_tsv_fields_with_line_breaks_and_tabs_still_load(tmp_path):
     pd.testing.assert_frame_equal(read_table(path), frame)
 
 
+@pytest.mark.parametrize("suffix", [".tsv", ".csv"])
+def test_essay_longer_than_the_csv_field_limit_is_read(tmp_path, suffix):
+    """132,000 characters: exit 1 with ``_csv.Error: field larger than field limit``."""
+    frame = corpus(4).astype(str)
+    frame.loc[1, "essay"] = "Patience is a virtue. " * 6000
+    path = tmp_path / f"big{suffix}"
+    frame.to_csv(path, sep="\t" if suffix == ".tsv" else ",", index=False)
+    limit = csv.field_size_limit()
+    assert len(frame.loc[1, "essay"]) > limit
+    pd.testing.assert_frame_equal(read_table(path), frame)
+    assert csv.field_size_limit() == limit  # the process-wide limit is put back
+
+
 @pytest.mark.parametrize(
     "name",
     [
