@@ -184,6 +184,111 @@ def test_sample_weight_through_metadata_routing():
     assert not np.allclose(unweighted["test_score"], out["test_qwk"])
 
 
+# The weighted scorers and their metrics, each called with sample_weight= by
+# hand as the reference. A scorer whose metric takes sample_weight and is
+# missing here fails test_every_weighted_metric_has_a_weighted_scorer.
+_WEIGHTED = {
+    "qwk": lambda y, pred, w: sf.qwk(y, pred, score_range=(0, 12), sample_weight=w),
+    "neg_abs_smd": lambda y, pred, w: (
+        -abs(sf.standardized_mean_difference(y, pred, sample_weight=w))
+    ),
+}
+_WEIGHTED_OPTIONS = {"qwk": {"score_range": (0, 12)}, "neg_abs_smd": {}}
+
+
+def _weighted_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 5))
+    y = np.clip(np.rint(X @ [2.0, 1.0, 0.5, 0, 0] + 6), 0, 12)
+    w = rng.uniform(0.1, 5.0, 90)
+    return X, y, w, KFold(3, shuffle=True, random_state=0)
+
+
+def _manual_weighted(name, X, y, w, cv):
+    # the weighted model and the weighted metric on each test fold, by hand
+    return np.mean(
+        [
+            _WEIGHTED[name](
+                y[te], Ridge().fit(X[tr], y[tr], sample_weight=w[tr]).predict(X[te]), w[te]
+            )
+            for tr, te in cv.split(X)
+        ]
+    )
+
+
+def test_every_weighted_metric_has_a_weighted_scorer():
+    import inspect
+
+    from sklearn_fairaes.metrics._scorer import _REGISTRY
+
+    takes = {
+        name
+        for name, (*_, public) in _REGISTRY.items()
+        if "sample_weight" in inspect.signature(public).parameters
+    }
+    assert takes == set(_WEIGHTED)
+    for name in sf.get_scorer_names():
+        scorer = sf.make_fairness_scorer(name)
+        # what sklearn asks a scorer before giving it the weights (routing off)
+        assert scorer._accept_sample_weight() is (name in _WEIGHTED), name
+
+
+@pytest.mark.parametrize("name", sorted(_WEIGHTED))
+def test_weighted_scorer_in_a_search_without_metadata_routing(name):
+    # sklearn's default (routing off): the search gives sample_weight to the
+    # scorers that take it; the package's scorers were scored unweighted, with
+    # sklearn's warning, while make_scorer(sf.qwk) was weighted
+    X, y, w, cv = _weighted_data()
+    expected = _manual_weighted(name, X, y, w, cv)
+    scorer = sf.make_fairness_scorer(name, **_WEIGHTED_OPTIONS[name])
+    search = GridSearchCV(Ridge(), {"alpha": [1.0]}, cv=cv, scoring=scorer)
+    search.fit(X, y, sample_weight=w)
+    assert search.cv_results_["mean_test_score"][0] == pytest.approx(expected, abs=1e-12)
+    # a dict scoring (one predict per fold shared by the scorers) as well
+    search = GridSearchCV(
+        Ridge(), {"alpha": [1.0]}, cv=cv, scoring={name: scorer}, refit=name
+    )
+    search.fit(X, y, sample_weight=w)
+    got = search.cv_results_[f"mean_test_{name}"][0]
+    assert got == pytest.approx(expected, abs=1e-12)
+    unweighted = GridSearchCV(Ridge(), {"alpha": [1.0]}, cv=cv, scoring=scorer).fit(X, y)
+    assert unweighted.cv_results_["mean_test_score"][0] != pytest.approx(expected)
+
+
+@pytest.mark.parametrize("name", sorted(_WEIGHTED))
+def test_weighted_scorer_in_a_search_with_metadata_routing(name):
+    X, y, w, cv = _weighted_data()
+    expected = _manual_weighted(name, X, y, w, cv)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = sf.make_fairness_scorer(name, **_WEIGHTED_OPTIONS[name])
+        scorer.set_score_request(sample_weight=True)
+        model = Ridge().set_fit_request(sample_weight=True)
+        search = GridSearchCV(model, {"alpha": [1.0]}, cv=cv, scoring=scorer)
+        search.fit(X, y, sample_weight=w)
+    assert search.cv_results_["mean_test_score"][0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_fair_search_weights_the_agreement_scorer_without_metadata_routing():
+    X, y, w, cv = _weighted_data()
+    expected = _manual_weighted("qwk", X, y, w, cv)
+    search = sf.FairGridSearchCV(
+        Ridge(),
+        {"alpha": [1.0]},
+        scoring={
+            "qwk": sf.make_fairness_scorer("qwk", score_range=(0, 12)),
+            "lipschitz_fraction": sf.make_fairness_scorer("lipschitz_fraction"),
+        },
+        fairness_constraints={"lipschitz_fraction": 0.5},
+        cv=cv,
+    )
+    # sklearn's own warning names the scorer that has no weighted form
+    with pytest.warns(
+        UserWarning, match="lipschitz_fraction.*does not support sample_weight"
+    ):
+        search.fit(X, y, sample_weight=w)
+    assert search.cv_results_["mean_test_qwk"][0] == pytest.approx(expected, abs=1e-12)
+
+
 def test_pair_scorer_refuses_sample_weight():
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
     y = np.array([1.0, 2.0, 3.0, 4.0])

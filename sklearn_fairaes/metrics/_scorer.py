@@ -47,11 +47,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.metrics._scorer import _BaseScorer
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import _settings_for, config_context, get_config
+from .._sklearn_adapter import ScorerAdapter
 from .._validation import check_embeddings, check_essays, check_scores
 from ._agreement import qwk, standardized_mean_difference
 from ._individual import lipschitz_fraction, score_distance_curve
@@ -66,7 +66,11 @@ if TYPE_CHECKING:
 __all__ = ["make_fairness_scorer", "get_scorer", "get_scorer_names", "FairnessScorer"]
 
 
-def _qwk(y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> float:
+# The agreement wrappers name ``sample_weight``, as their metrics do: sklearn
+# reads a scorer's default metadata request from its function's signature.
+def _qwk(
+    y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: Any = None, **kwargs: Any
+) -> float:
     # A search over a continuous target (averaged raters, a regression over a
     # rescaled scale) gives real-valued human scores, which qwk's default
     # rounding="round" refuses. The scorer rounds them to integer score points
@@ -74,11 +78,15 @@ def _qwk(y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> float:
     # RSMTool uses; pass rounding=None for the continuous QWK instead.
     if kwargs.get("rounding", "round") == "round":
         y_true = np.rint(check_scores(y_true, name="y_true"))
-    return qwk(y_true, y_pred, **kwargs)
+    return qwk(y_true, y_pred, sample_weight=sample_weight, **kwargs)
 
 
-def _abs_smd(y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> float:
-    return abs(standardized_mean_difference(y_true, y_pred, **kwargs))
+def _abs_smd(
+    y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: Any = None, **kwargs: Any
+) -> float:
+    return abs(
+        standardized_mean_difference(y_true, y_pred, sample_weight=sample_weight, **kwargs)
+    )
 
 
 def _trend(X: Any, y_pred: ArrayLike, **kwargs: Any) -> float:
@@ -216,7 +224,7 @@ def _represent(representation: Any, essays: Sequence[str]) -> Any:
     return out.to_numpy() if hasattr(out, "to_numpy") else out
 
 
-class FairnessScorer(_BaseScorer):
+class FairnessScorer(ScorerAdapter):
     """A scorer that compares predictions with pairwise distances of the essays.
 
     Built by :func:`make_fairness_scorer`; see the module docstring for where
@@ -288,7 +296,7 @@ class FairnessScorer(_BaseScorer):
         text_column: str | int | Callable[[Any], Any] | None = None,
         weighted: bool = False,
     ) -> None:
-        super().__init__(score_func, sign, kwargs, response_method="predict")
+        super().__init__(score_func, sign, kwargs)
         self.kind = kind
         self._needs = needs
         self._representation = representation
@@ -378,9 +386,14 @@ class FairnessScorer(_BaseScorer):
         out = estimator[:-1].transform(essays)
         return out.to_numpy() if hasattr(out, "to_numpy") else out
 
-    def _score(
+    def _takes_sample_weight(self) -> bool:
+        # with metadata routing off, a search fitted with sample_weight gives
+        # it to the scorers that say they take it: the weighted metrics
+        return self._weighted
+
+    def _evaluate(
         self,
-        method_caller: Callable[..., Any],
+        predict: Callable[[Any, Any], Any],
         estimator: Any,
         X: Any,
         y_true: Any,
@@ -390,11 +403,11 @@ class FairnessScorer(_BaseScorer):
         # (getattr: a scorer pickled by an older version has none)
         config = _settings_for(getattr(self, "_config", get_config()))
         with config_context(**config):
-            return self._score_configured(method_caller, estimator, X, y_true, **kwargs)
+            return self._score_configured(predict, estimator, X, y_true, **kwargs)
 
     def _score_configured(
         self,
-        method_caller: Callable[..., Any],
+        predict: Callable[[Any, Any], Any],
         estimator: Any,
         X: Any,
         y_true: Any,
@@ -428,7 +441,7 @@ class FairnessScorer(_BaseScorer):
                 Zp = _densify(self._model_representation(estimator, para))
             scoring_kwargs.setdefault("n_samples", min(100, len(essays)))
             return self._sign * self._score_func(Z, Zp, **scoring_kwargs)
-        y_pred = method_caller(estimator, "predict", X)
+        y_pred = predict(estimator, X)
         if self._needs == "scores":
             return self._sign * self._score_func(y_true, y_pred, **scoring_kwargs)
         Z = self._task_matrix(X, embeddings)
