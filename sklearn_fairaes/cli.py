@@ -697,6 +697,9 @@ def _run_audit(
         n_review=args.n_review,
         n_neighbors=args.n_neighbors,
         cache=_cache_option(args),
+        # the command owns its interpreter: the Ctrl-C guard (main() holds it
+        # already) and the shorter GIL switch interval while paraphrases run
+        tune_interpreter=True,
         progress=not args.quiet,
         title=f"Individual-fairness audit of {source}",
     )

@@ -389,3 +389,29 @@ def test_dict_values_may_be_names(demo):
     expected = cross_val_predict(Ridge(), X, y, cv=KFold(3, shuffle=True, random_state=0))
     np.testing.assert_allclose(res.tables["predictions"]["words+mine"], expected)
     assert res.meta["model_settings"] == {"mine": "Ridge()"}
+
+
+def test_a_model_failing_on_edits_past_the_probe_is_named(demo, monkeypatch):
+    """Edits the early probe did not see: the counterfactual audit names the model too."""
+    import sklearn_fairaes.report._build as build
+    from hostile_models import KnownTextsOnly
+
+    data = frame(demo)
+    model = KnownTextsOnly(unseen="nan").fit(list(data["essay"]))
+    # as if the probed edits had passed: the failure comes from the analysis itself
+    monkeypatch.setattr(build, "probe_edited_essays", lambda plan: None)
+    with pytest.raises(
+        AuditInputError,
+        match=r"model 'm' predicted a non-finite score \(nan\) for edited essay \d+ of \d+",
+    ):
+        sf.audit(
+            data,
+            text_col="essay",
+            score_col="score",
+            models={"m": model},
+            refit=False,
+            representations=["tfidf"],
+            paraphrases="paraphrase",
+            perturbations=["typos"],
+            n_perturbation_essays=4,
+        )

@@ -659,3 +659,70 @@ def test_short_answer_question_without_a_reference_exits_2(tmp_path, capsys):
         *FAST,
     ]
     _refused(capsys, tmp_path, args, "reference column 'reference' is empty in data row 13")
+
+
+# -- a --model-file model that fails is the user's model failing: exit 2 ----------
+
+
+def _model_file(tmp_path, model, data):
+    """Fit ``model`` on the essays of ``data`` and save it with joblib (issue 31)."""
+    frame = pd.read_csv(data)
+    path = tmp_path / f"{type(model).__name__}.joblib"
+    joblib.dump(model.fit(list(frame["essay"]), frame["score"]), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("how", "error"),
+    [
+        ("raise", "RuntimeError: 'CUDA out of memory (simulated)'"),
+        ("exit", "it called sys.exit(0)"),
+    ],
+)
+def test_a_model_file_whose_predict_fails_exits_2_naming_it(tmp_path, capsys, how, error):
+    from hostile_models import Fails
+
+    data = _write(_essays(), tmp_path / "essays.csv")
+    path = _model_file(tmp_path, Fails(how=how), data)
+    args = _args(data, tmp_path / "out", *FAST, "--model-file", f"m={path}")
+    # was exit 1 "internal error" (RuntimeError), or exit 0 with no report (sys.exit)
+    _refused(
+        capsys,
+        tmp_path,
+        args,
+        f"--model-file m={path}: model 'm' (Fails) could not score the essays ({error})",
+    )
+
+
+@pytest.mark.parametrize(
+    ("unseen", "fragment"),
+    [
+        ("nan", "model 'm' predicted a non-finite score (nan) for the "),
+        ("raise", 'could not score the edited essays (ValueError: "input exceeds'),
+        ("exit", "could not score the edited essays (it called sys.exit(0))"),
+        ("short", "edited essays; it must return one score per essay"),
+    ],
+)
+def test_a_model_file_failing_on_edited_essays_exits_2_before_the_long_work(
+    tmp_path, capsys, monkeypatch, unseen, fragment
+):
+    from hostile_models import KnownTextsOnly
+
+    from sklearn_fairaes import text
+
+    def computed(*args, **kwargs):
+        raise AssertionError("a representation was fitted before the model was probed")
+
+    data = _write(_essays(), tmp_path / "essays.csv")
+    path = _model_file(tmp_path, KnownTextsOnly(unseen=unseen), data)
+    monkeypatch.setattr(text.BowVectorizer, "fit_transform", computed)
+    monkeypatch.setattr(text.BowVectorizer, "fit", computed)
+    args = _args(data, tmp_path / "out", *FAST, "--model-file", f"m={path}")
+    err = _refused(
+        capsys,
+        tmp_path,
+        [*args, "--perturbations", "typos", "--n-perturbation-essays", "4"],
+        f"--model-file m={path}: ",
+    )
+    assert fragment in err, err
+    assert "internal error" not in err

@@ -51,6 +51,8 @@ MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
 REFERENCE_MODEL = "reference_similarity"
 # Names the tables use for rows that are not a user's system.
 RESERVED_NAMES = ("human", "pooled", "all")
+# How the summary and the report label the human scores' rows.
+HUMAN_LABEL = "human scores"
 # The columns of the predictions table before the systems' columns.
 PREDICTION_COLUMNS = ("prompt", "id", "score")
 # Above this many essays the pair distances are not held in memory: every pair
@@ -97,7 +99,7 @@ def make_representation(
 
     ``cache`` (an EmbeddingCache, the audit's) goes to the neural encoders, so a
     re-run of the same audit reads their vectors instead of encoding again;
-    None keeps their default (the process-wide in-memory cache).
+    None keeps their default (no cache).
     ``sbert_backend`` is the ``backend`` of the Sentence-BERT encoder and
     ``device`` the torch device of both neural encoders (Sentence-BERT, LASER).
     """
@@ -1046,30 +1048,42 @@ def _fitted(fitted: dict[str, Any]) -> dict[str, Any]:
     return fitted
 
 
+def _name_key(name: object) -> str:
+    """A name as a reader of the report tells names apart: case and spacing aside."""
+    return " ".join(str(name).split()).casefold()
+
+
 def _check_names(
     given: Mapping[str, Any], trained: Mapping[str, Any], fitted: Mapping[str, Any]
 ) -> None:
     """Reserved names and names used twice are refused: a table row names one system.
 
     ``RESERVED_NAMES`` label the tables' own rows (the human scores, pooled
-    rows); ``PREDICTION_COLUMNS`` are the columns of the ``predictions``
-    table that a given or fitted system's column would overwrite.
+    rows) and ``HUMAN_LABEL`` the human scores' row of the summary and the
+    report; ``PREDICTION_COLUMNS`` are the columns of the ``predictions``
+    table that a given or fitted system's column would overwrite. Names are
+    compared as a reader sees them, ignoring case and runs of whitespace: a
+    system named ``"Human  Scores"`` would show as a second human row.
     """
-    taken = {n: "the tables' own rows" for n in RESERVED_NAMES}
+    rows = (*RESERVED_NAMES, HUMAN_LABEL)
+    taken = {_name_key(n): "the tables' own rows" for n in rows}
     for name in trained:
-        if name in taken:
+        if _name_key(name) in taken:
             raise AuditInputError(
-                f"model name {name!r} is reserved for {taken[name]} "
-                f"({', '.join(map(repr, RESERVED_NAMES))}); rename it"
+                f"model name {name!r} is reserved for {taken[_name_key(name)]} "
+                f"({', '.join(map(repr, rows))}); rename it"
             )
-    taken.update(dict.fromkeys(PREDICTION_COLUMNS, "the predictions table's columns"))
-    taken.update(dict.fromkeys(trained, "a trained baseline"))
+    shown = [*rows, *PREDICTION_COLUMNS, *trained]
+    taken.update(
+        {_name_key(n): "the predictions table's columns" for n in PREDICTION_COLUMNS}
+    )
+    taken.update({_name_key(n): "a trained baseline" for n in trained})
     for kind, names in (("system", given), ("model", fitted)):
         for name in names:
-            if name in taken:
+            if _name_key(name) in taken:
                 raise AuditInputError(
-                    f"{kind} name {name!r} is reserved for {taken[name]} "
-                    f"({', '.join(map(repr, taken))}); rename it"
+                    f"{kind} name {name!r} is reserved for {taken[_name_key(name)]} "
+                    f"({', '.join(map(repr, shown))}); rename it"
                 )
     both = sorted(set(given) & set(fitted))
     if both:
@@ -1077,6 +1091,17 @@ def _check_names(
             f"{both[0]!r} names both a given system and a fitted model; give them "
             f"different names"
         )
+    seen: dict[str, str] = {}
+    for kind, names in (("model", trained), ("system", given), ("model", fitted)):
+        for name in names:
+            key = _name_key(name)
+            if key in seen:
+                raise AuditInputError(
+                    f"{seen[key]} and {kind} {name!r} have the same name but for case "
+                    f"or spacing, and would show as two rows named alike; give them "
+                    f"names that differ in letters"
+                )
+            seen[key] = f"{kind} {name!r}"
 
 
 def _check_grammar(grammar: str | None) -> None:
@@ -1195,6 +1220,93 @@ class Progress:
             self.bar.close()
 
 
+class ModelScoringError(AuditInputError):
+    """A user's fitted model failed, or predicted unusable scores.
+
+    ``model`` is the model's name (a key of ``models``), so that the command
+    line can name the file it was loaded from.
+    """
+
+    def __init__(self, message: str, model: str) -> None:
+        super().__init__(message)
+        self.model = model
+
+
+def predict_scores(
+    name: str,
+    est: Any,
+    texts: Sequence[str],
+    *,
+    what: str = "essays",
+    where: Callable[[int], str] | None = None,
+) -> NDArray[np.float64]:
+    """``est.predict(texts)`` as one finite number per text, or a ModelScoringError.
+
+    The one check of a fitted model's predictions, on the essays and on
+    their edits. ``what`` names the texts in messages (``"essays"``,
+    ``"edited essays"``), ``where(i)`` the i-th one (default: its position).
+    Anything the model's own code raises is the model's failure, not the
+    audit's, ``SystemExit`` included (a ``sys.exit()`` in ``predict`` is no
+    success); ``KeyboardInterrupt`` passes through.
+    """
+    from sklearn.exceptions import NotFittedError
+
+    kind = type(est).__name__
+    n = len(texts)
+    where = where or (lambda i: f"{what[:-1]} {i + 1} of {n}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
+            raw = est.predict(list(texts))
+    except NotFittedError:
+        raise ModelScoringError(
+            f"model {name!r} ({kind}) is not fitted; fit it on essay texts first, or "
+            f"name it in refit to have the audit train it",
+            name,
+        ) from None
+    except (Exception, SystemExit) as exc:
+        detail = (
+            f"it called sys.exit({exc.code!r})"
+            if isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {short(str(exc), 200)}"
+        )
+        raise ModelScoringError(
+            f"model {name!r} ({kind}) could not score the {what} ({detail}); a fitted "
+            f"model must take a list of essay texts and return one score per essay",
+            name,
+        ) from None
+    try:
+        arr = np.asarray(raw)
+    except Exception:  # a ragged or odd object: not one score per text
+        arr = np.asarray(raw, dtype=object)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.shape != (n,):
+        raise ModelScoringError(
+            f"model {name!r} ({kind}) predicted {arr.size} score(s) of shape "
+            f"{arr.shape} for {n} {what}; it must return one score per essay",
+            name,
+        )
+    try:
+        values = arr.astype(float)
+    except (TypeError, ValueError):
+        raise ModelScoringError(
+            f"model {name!r} predicted scores that are not numbers for the {what} (e.g. "
+            f"{short(arr[0])}); it must return one number per essay",
+            name,
+        ) from None
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ModelScoringError(
+            f"model {name!r} predicted a non-finite score ({value_text(values[i])}) "
+            f"for {where(i)} ({int(bad.sum())} such {what[:-1]}(s) of {n}); a score "
+            f"must be a finite number",
+            name,
+        )
+    return values
+
+
 def score_fitted(plan: Plan) -> dict[str, NDArray[np.float64]]:
     """Score every essay with each fitted model, once; refuse what is not one score each.
 
@@ -1202,52 +1314,62 @@ def score_fitted(plan: Plan) -> dict[str, NDArray[np.float64]]:
     computation so that a model that cannot score the essays stops the audit
     first. The estimator is used as it is: never cloned, never refitted.
     """
-    from sklearn.exceptions import NotFittedError
-
     where = _Where(plan.prompt_ids, plan.prompt_col is not None)
-    n = len(plan.essays)
-    out = {}
+    return {
+        name: predict_scores(name, est, plan.essays, where=where.row)
+        for name, est in plan.fitted.items()
+    }
+
+
+#: Essays per prompt whose edits the fitted models score before the long work.
+_PROBED_ESSAYS = 2
+
+
+def probe_edited_essays(plan: Plan) -> None:
+    """Score a few edited essays with each fitted model before the long work.
+
+    With ``perturbations``, the counterfactual audit scores edited essays
+    last. A model that fails on them (a length limit, NaN for unseen text)
+    is found here instead, after seconds rather than after every other
+    analysis: per prompt, the first essay and the longest (the likeliest to
+    pass a length limit once edited), under every perturbation asked for.
+    A perturbation that cannot run here (no WordNet, say) is skipped: the
+    counterfactual audit reports it in its place.
+    """
+    if plan.settings.perturbations is None or not plan.fitted:
+        return
+    from ..perturb._registry import resolve_perturbations
+
+    edited: list[str] = []
+    labels: list[str] = []
+    for p in plan.prompts:
+        rows = plan.rows_of(p)
+        longest = max(rows, key=lambda i: len(plan.essays[i]))
+        first = [int(r) for r in rows[: _PROBED_ESSAYS - 1]]
+        picked = list(dict.fromkeys([*first, int(longest)]))
+        sample = [plan.essays[i] for i in picked]
+        try:
+            items = resolve_perturbations(
+                list(plan.settings.perturbations),
+                prompt=plan.prompt_texts[p],
+                random_state=plan.settings.random_state,
+            )
+        except (ValueError, TypeError):
+            continue
+        for label, perturbation in items:
+            try:
+                perturbation.fit()
+                texts, _ = perturbation.transform_with_records(sample)
+            except (ImportError, LookupError, ValueError):
+                continue
+            for i, text, original in zip(picked, texts, sample):
+                if text != original:
+                    edited.append(text)
+                    labels.append(f"the {label} edit of data row {i + 1}")
+    if not edited:
+        return
     for name, est in plan.fitted.items():
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
-                raw = est.predict(list(plan.essays))
-        except NotFittedError:
-            raise AuditInputError(
-                f"model {name!r} ({type(est).__name__}) is not fitted; fit it on essay "
-                f"texts first, or name it in refit to have the audit train it"
-            ) from None
-        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-            raise AuditInputError(
-                f"model {name!r} ({type(est).__name__}) could not score the essays "
-                f"({type(exc).__name__}: {short(str(exc), 200)}); a fitted model must "
-                f"take a list of essay texts and return one score per essay"
-            ) from None
-        arr = np.asarray(raw)
-        if arr.ndim == 2 and arr.shape[1] == 1:
-            arr = arr[:, 0]
-        if arr.shape != (n,):
-            raise AuditInputError(
-                f"model {name!r} ({type(est).__name__}) predicted {arr.size} score(s) "
-                f"of shape {arr.shape} for {n} essays; it must return one score per essay"
-            )
-        try:
-            values = arr.astype(float)
-        except (TypeError, ValueError):
-            raise AuditInputError(
-                f"model {name!r} predicted scores that are not numbers (e.g. "
-                f"{short(arr[0])}); it must return one number per essay"
-            ) from None
-        bad = ~np.isfinite(values)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise AuditInputError(
-                f"model {name!r} predicted a non-finite score ({value_text(values[i])}) "
-                f"for {where.row(i)} ({int(bad.sum())} such essay(s)); a score must be "
-                f"a finite number"
-            )
-        out[name] = values
-    return out
+        predict_scores(name, est, edited, what="edited essays", where=labels.__getitem__)
 
 
 def fit_representations(
@@ -1362,6 +1484,8 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, int
     from concurrent.futures import ThreadPoolExecutor
 
     fitted_scores = score_fitted(plan)
+    # the counterfactual audit's edits too, before the long work
+    probe_edited_essays(plan)
     several = plan.prompt_col is not None
     represented = {}
     # The WordNet paraphrases (tagging included) are single-threaded Python;
@@ -1379,10 +1503,14 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, int
     # otherwise waits up to 5 ms for the paraphraser at each of them.
     # MiniLM beside a busy Python thread: 12.6 -> 18.9 essays/s, the Python
     # thread 21% slower (benchmarks/bench_gil_overlap.py). Restored when the
-    # paraphrases are done.
+    # paraphrases are done. The interval holds for every thread of the
+    # process, so only when the caller owns the interpreter and asked for it
+    # (audit(tune_interpreter=True), which the fairaes command passes).
     pool = ThreadPoolExecutor(1, thread_name_prefix="fairaes-paraphrases")
     paraphrased: dict[str, Future[list[str]]] = {}
-    switch = _SwitchInterval(_OVERLAP_SWITCH_INTERVAL)
+    switch = _SwitchInterval(
+        _OVERLAP_SWITCH_INTERVAL if plan.settings.tune_interpreter else None
+    )
 
     def start_paraphrases() -> None:
         if paraphrased or plan.paraphrases is not None or not plan.prompts:
@@ -1429,16 +1557,19 @@ _OVERLAP_SWITCH_INTERVAL = 0.0002
 
 
 class _SwitchInterval:
-    """Sets ``sys.setswitchinterval`` and puts the previous value back, once."""
+    """Sets ``sys.setswitchinterval`` and puts the previous value back, once.
 
-    def __init__(self, value: float) -> None:
+    ``value=None`` changes nothing (the interpreter is not the audit's to tune).
+    """
+
+    def __init__(self, value: float | None) -> None:
         self.value = value
         self.previous: float | None = None
         self._lock = threading.Lock()
 
     def set(self) -> None:
         with self._lock:
-            if self.previous is None:
+            if self.value is not None and self.previous is None:
                 self.previous = sys.getswitchinterval()
                 sys.setswitchinterval(self.value)
 
@@ -1447,6 +1578,7 @@ class _SwitchInterval:
             # not over a value that someone else set meanwhile
             if (
                 self.previous is not None
+                and self.value is not None
                 and abs(sys.getswitchinterval() - self.value) < 1e-7
             ):
                 sys.setswitchinterval(self.previous)

@@ -106,6 +106,25 @@ def _trained_pipeline(
     )
 
 
+class _Checked:
+    """A fitted system's model, its predictions checked as the essays' were.
+
+    The user's model scores the edited essays here for the first time: what
+    it raises, and scores that are not one finite number per text, are its
+    failure (``predict_scores`` of ``report._build``, the check of the
+    essays' scores), named as such, not an error of the audit.
+    """
+
+    def __init__(self, name: str, estimator: Any) -> None:
+        self.name = name
+        self.estimator = estimator
+
+    def predict(self, X: Any) -> NDArray[np.float64]:
+        from .._build import predict_scores
+
+        return predict_scores(self.name, self.estimator, X, what="edited essays")
+
+
 class _Counterfactual:
     """The ``counterfactual`` analysis; see the module docstring."""
 
@@ -199,7 +218,7 @@ class _Counterfactual:
                 for n in mine:
                     pipes[n] = _trained_pipeline(able[n], rname, rep, X_train, y[train])
             for n in fitted:
-                pipes[n] = able[n].estimator
+                pipes[n] = _Checked(n, able[n].estimator)
             if not pipes:
                 continue
             with warnings.catch_warnings():
