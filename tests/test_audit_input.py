@@ -219,6 +219,38 @@ def test_identical_rater_columns_are_refused(
     assert_refused(code, err, out, fragment)
 
 
+@pytest.mark.parametrize(
+    ("systems", "fragment"),
+    [
+        ("human scores=engine", "system name 'human scores' is reserved"),
+        ("Human  Scores=engine", "system name 'Human  Scores' is reserved"),
+        ("POOLED=engine", "system name 'POOLED' is reserved"),
+        ("Ridge=engine", "system name 'Ridge' is reserved for a trained baseline"),
+        ("Engine=engine,engine", "system 'Engine' and system 'engine' have the same name"),
+    ],
+)
+def test_system_named_like_a_reserved_row_is_refused(
+    tmp_path, capsys, no_computation, systems, fragment
+):
+    """'human scores' showed as a second human-scores row in the summary and report."""
+    frame = corpus().assign(engine=lambda d: d["score"])
+    code, err, out = cli(
+        tmp_path, capsys, write_tsv(tmp_path, frame), "--system-cols", systems
+    )
+    assert_refused(code, err, out, fragment)
+
+
+def test_api_refuses_reserved_and_duplicate_names(no_computation):
+    frame = corpus().assign(engine=lambda d: d["score"])
+    for systems, match in [
+        ({"human scores": "engine"}, r"system name 'human scores' is reserved"),
+        ({" HUMAN ": "engine"}, r"system name ' HUMAN ' is reserved"),
+        ({"a b": "engine", "A  B": "engine"}, r"system 'a b' and system 'A  B' have"),
+    ]:
+        with pytest.raises(AuditInputError, match=match):
+            sf.audit(frame, text_col="essay", score_col="score", systems=systems)
+
+
 def test_all_scores_equal_is_refused(tmp_path, capsys, no_computation):
     code, err, out = cli(tmp_path, capsys, write_tsv(tmp_path, corpus().assign(score=3)))
     assert_refused(code, err, out, "holds the same score (3) in every row")

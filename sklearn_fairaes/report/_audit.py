@@ -142,7 +142,9 @@ def audit(
         a blank, text or off-scale cell is refused, naming its column, data
         row and prompt. Given systems are audited under every
         representation. When systems are given and ``models`` is not, no
-        baseline is trained.
+        baseline is trained. A name may not read (case and spacing aside)
+        as ``"human"``, ``"human scores"``, ``"pooled"`` or ``"all"``, which
+        label the tables' own rows, nor as another system's or model's name.
     rater_cols : list of two str or str, default=None
         The two raters' columns (a list, or one comma-separated string);
         enables the degradation from human-human QWK. The two columns must
