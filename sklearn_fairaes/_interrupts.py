@@ -1,7 +1,9 @@
 """Ctrl-C that stops a long computation even when it lands in a finaliser.
 
-``fairaes`` (every command) and :func:`sklearn_fairaes.audit` run under
-:func:`interrupts_kept`, so that an interrupt is never lost to the garbage
+``fairaes`` (every command) runs under :func:`interrupts_kept`, and so does
+:func:`sklearn_fairaes.audit` when asked (``tune_interpreter=True``; the
+handler and the hook belong to the whole process, so a library call leaves
+them alone by default), so that an interrupt is never lost to the garbage
 collector: the audit either stops with ``KeyboardInterrupt`` or was not
 interrupted.
 """

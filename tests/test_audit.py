@@ -837,11 +837,14 @@ def test_a_paraphraser_without_wordnet_skips_the_section_with_a_note(demo, monke
     assert "paraphrase" not in res.tables or res.tables["paraphrase"].empty
 
 
+@pytest.mark.parametrize("tune", [True, False])
 def test_the_paraphrase_thread_shortens_the_switch_interval_and_restores_it(
-    demo, monkeypatch
+    demo, monkeypatch, tune
 ):
-    # while the paraphrases run beside the encoders the GIL changes hands every
-    # 0.2 ms (report._build); afterwards the interpreter's own value is back
+    # asked to (the fairaes command does), while the paraphrases run beside the
+    # encoders the GIL changes hands every 0.2 ms (report._build); afterwards
+    # the interpreter's own value is back. Not asked, the interval is the whole
+    # process's and stays as it is.
     import sys
 
     from sklearn_fairaes.paraphrase import WordNetParaphraser
@@ -863,8 +866,9 @@ def test_the_paraphrase_thread_shortens_the_switch_interval_and_restores_it(
         representations=["tfidf"],
         models=["ridge"],
         cv=3,
+        tune_interpreter=tune,
     )
-    assert seen == [pytest.approx(_build._OVERLAP_SWITCH_INTERVAL)]
+    assert seen == [pytest.approx(_build._OVERLAP_SWITCH_INTERVAL if tune else before)]
     assert sys.getswitchinterval() == before
     assert not res.tables["paraphrase"].empty
 

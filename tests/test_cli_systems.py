@@ -277,6 +277,12 @@ def test_defaults_leave_the_choice_of_models_to_audit(tmp_path, recorded):
     assert kw["reference_sep"] is None
 
 
+def test_the_command_lets_the_audit_tune_its_own_interpreter(tmp_path, recorded):
+    # the library leaves the interpreter alone by default; the command owns
+    # its process and keeps the Ctrl-C guard and the shorter switch interval
+    assert recorded(tmp_path, *FAST)["tune_interpreter"] is True
+
+
 def test_systems_scale_prompts_and_references_map_onto_audit(tmp_path, recorded):
     folder = tmp_path / "prompts"
     folder.mkdir()

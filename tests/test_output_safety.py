@@ -580,9 +580,33 @@ def test_audit_called_from_python_is_stopped_by_a_ctrl_c_in_a_finaliser(monkeypa
     monkeypatch.setattr(_audit, "build_studies", build_studies)
     hook = sys.unraisablehook
     with pytest.raises(KeyboardInterrupt):
-        sf.audit(_corpus(), text_col="essay", score_col="score", representations=["bow"])
+        sf.audit(
+            _corpus(),
+            text_col="essay",
+            score_col="score",
+            representations=["bow"],
+            tune_interpreter=True,
+        )
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert sys.unraisablehook is hook
+
+
+def test_audit_called_from_python_leaves_the_interpreter_alone(monkeypatch):
+    # the SIGINT handler and sys.unraisablehook are the host program's: a
+    # library call changes neither unless asked (tune_interpreter=True)
+    from sklearn_fairaes.report import _audit
+
+    seen = []
+
+    def build_studies(*args, **kwargs):
+        seen.append((signal.getsignal(signal.SIGINT), sys.unraisablehook))
+        raise ValueError("stop here (test)")
+
+    monkeypatch.setattr(_audit, "build_studies", build_studies)
+    before = (signal.getsignal(signal.SIGINT), sys.unraisablehook)
+    with pytest.raises(ValueError, match="stop here"):
+        sf.audit(_corpus(), text_col="essay", score_col="score", representations=["bow"])
+    assert seen == [before]
 
 
 # -- CSV formula injection ----------------------------------------------------------

@@ -22,6 +22,7 @@ grading.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -101,6 +102,7 @@ def audit(
     cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
     progress: bool = False,
     title: str | None = None,
+    tune_interpreter: bool = False,
 ) -> AuditResult:
     """Audit scoring systems for individual fairness (are similar essays scored similarly).
 
@@ -285,6 +287,16 @@ def audit(
         Show a tqdm progress bar.
     title : str, default=None
         Title of the report; None gives "Individual-fairness audit".
+    tune_interpreter : bool, default=False
+        Let the audit change interpreter-wide settings while it runs, each
+        put back when it returns: the SIGINT handler and
+        :data:`sys.unraisablehook` (so that a Ctrl-C landing in a finaliser,
+        which Python would ignore, still stops the audit) and the GIL switch
+        interval (0.2 ms instead of 5 while the WordNet paraphrases run beside
+        the neural encoders: about 1.5 times the encoding speed). They hold
+        for every thread of the process, so leave it False in a program that
+        is not only the audit (a notebook, a server); the ``fairaes`` command
+        sets it.
 
     Returns
     -------
@@ -306,10 +318,10 @@ def audit(
         before any other computation. Rows are data rows counted from 1 (the
         file's header is not counted).
     KeyboardInterrupt
-        On Ctrl-C, also one that lands in a finaliser (where Python would
-        ignore it): called from the main thread with Python's own SIGINT
-        handler, the audit delivers such an interrupt again instead of running
-        on.
+        On Ctrl-C. With ``tune_interpreter=True``, also one that lands in a
+        finaliser (where Python would ignore it): called from the main thread
+        with Python's own SIGINT handler, the audit delivers such an interrupt
+        again instead of running on.
 
     Notes
     -----
@@ -400,6 +412,7 @@ def audit(
         sbert_backend=sbert_backend,
         device=device,
         cache=embedding_cache,
+        tune_interpreter=bool(tune_interpreter),
     )
     hits, misses = embedding_cache.hits, embedding_cache.misses
     plan = plan_audit(
@@ -425,8 +438,10 @@ def audit(
         settings=settings,
     )
     bar = Progress(progress, Progress.steps(plan, len(ORDER)))
-    # a Ctrl-C stops the audit even where it lands in a finaliser
-    with interrupts_kept():
+    # a Ctrl-C stops the audit even where it lands in a finaliser; only when
+    # asked: the handler and the hook are the whole process's
+    guard = interrupts_kept() if tune_interpreter else contextlib.nullcontext()
+    with guard:
         try:
             studies, empty_vectors = build_studies(plan, bar)
             pause("computing")  # test-only hook: an interrupt test's instant mid-audit

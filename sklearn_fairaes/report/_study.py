@@ -92,8 +92,11 @@ class Settings:
     n_review: int = 20
     n_neighbors: int = 5
     # the EmbeddingCache every encoder the audit makes uses (text._cache.open_cache);
-    # None: the encoders' own default, the process-wide in-memory cache
+    # None: the encoders' own default, no cache
     cache: Any = None
+    # audit(tune_interpreter=): may the audit change interpreter-wide settings
+    # (SIGINT handler, sys.unraisablehook, GIL switch interval), restoring them
+    tune_interpreter: bool = False
 
 
 @dataclass
