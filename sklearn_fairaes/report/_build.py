@@ -548,7 +548,7 @@ def plan_audit(
     if not short_answer:
         _check_integer_scale(human, f"score column {score_col!r}", where)
     scales = _scales(human, order, declared, score_col, where, short_answer)
-    raters, rater_names = _raters(data, rater_cols, where, short_answer)
+    raters, rater_names = _raters(data, rater_cols, where, short_answer, declared)
     groups = None
     if group_col is not None:
         groups = _check_groups(
@@ -625,6 +625,7 @@ def plan_audit(
         perturbations, has_prompt, settings.n_perturbation_essays
     )
     chosen, omitted = _chosen_features(has_prompt, grammar)
+    _check_neural_models(reps, chosen, settings)
     return Plan(
         text_col=text_col,
         score_col=score_col,
@@ -807,7 +808,17 @@ def _raters(
     rater_cols: str | Sequence[str] | None,
     where: _Where,
     short_answer: bool,
+    declared: Mapping[str, tuple[float, float]],
 ) -> tuple[tuple[NDArray[np.float64], NDArray[np.float64]] | None, tuple[str, str] | None]:
+    """The two raters' scores, each on the declared scale of its prompt.
+
+    Raters keep a scale of their own (the human-human QWK is computed on the
+    span of their scores), but a rater's score cannot lie off the declared
+    scale of the resolved score: above its high end, or below its low end
+    (halved when positive: the resolved score may be the two raters' sum).
+    Such a typo would widen the raters' scale, and so change the human-human
+    QWK and the degradation flags, without a word.
+    """
     if not rater_cols:
         return None, None
     if isinstance(rater_cols, str):  # "r1,r2", as on the command line
@@ -822,9 +833,11 @@ def _raters(
             f"rater_cols names column {cols[0]!r} twice; give the columns of the two "
             f"raters who scored each essay independently"
         )
+    # a prompt without a declared scale gets None: no check of the scale
+    scales = {p: (declared.get(p), "raters") for p in set(where.prompt_ids)}
     values = []
     for col in cols:
-        v = _numeric(column(data, col, "rater"), col, "rater", where)
+        v = _numeric(column(data, col, "rater"), col, "rater", where, scales)  # type: ignore[arg-type]
         if not short_answer:
             _check_integer_scale(v, f"rater column {col!r}", where)
         # raters keep a scale of their own (a resolved score is often their
@@ -1116,6 +1129,43 @@ def _check_grammar(grammar: str | None) -> None:
         # ConnectionError (no server) is an OSError; ResourceNotFoundError
         # (no local LanguageTool or Java) a LookupError or ImportError
         raise AuditInputError(f"grammar={short(grammar, 80)}: {exc}") from None
+
+
+def _check_neural_models(
+    reps: Mapping[str, Any], features: Sequence[str], settings: Settings
+) -> None:
+    """Find every neural model the audit will load now, not minutes into the run.
+
+    The Sentence-BERT model of the ``"sbert"`` representation (or of a
+    :class:`~sklearn_fairaes.SentenceBertEncoder` passed as one) and of the
+    prompt-similarity feature, and the LASER weights; a missing one (a
+    misspelled name, a folder that is not there, weights never downloaded)
+    would otherwise fail after the representations before it were fitted.
+    """
+    from ..resources import find_sbert_model, resolve_laser_files
+    from ..text import LaserEncoder, SentenceBertEncoder
+
+    sbert = {rep.model for rep in reps.values() if isinstance(rep, SentenceBertEncoder)}
+    if "prompt_similarity_sbert" in features:
+        sbert.add(settings.sbert_model)
+    for model in sorted(sbert, key=str):
+        try:
+            require("sentence_transformers", purpose="Sentence-BERT embeddings")
+            find_sbert_model(model)
+        except (ImportError, LookupError, TypeError) as exc:
+            raise AuditInputError(
+                f"sbert_model={short(model, 80)} (--sbert-model): {exc}"
+            ) from None
+    for name, rep in reps.items():
+        if isinstance(rep, LaserEncoder):
+            try:
+                require("laserembeddings", purpose="LASER embeddings")
+                resolve_laser_files(rep.model_dir)
+            except (ImportError, LookupError) as exc:
+                raise AuditInputError(
+                    f"representation {name!r} (LASER): {str(exc).rstrip('.')}. Or leave "
+                    f"{name!r} out of representations (--representations)."
+                ) from None
 
 
 def _check_perturbations(
