@@ -646,7 +646,7 @@ def check_score_column(
     prompt: object = None,
     score_range: tuple[float, float] | None = None,
     kind: str = "score",
-    range_source: Literal["declared", "inferred"] = "declared",
+    range_source: Literal["declared", "inferred", "raters"] = "declared",
 ) -> NDArray[np.float64]:
     """Validate one column of scores of a data table; return it as float64.
 
@@ -676,9 +676,13 @@ def check_score_column(
     kind : str, default="score"
         What the column holds, for messages: ``"score"`` gives
         ``"score column 'x'"``, ``"system"`` gives ``"system column 'x'"``.
-    range_source : {"declared", "inferred"}, default="declared"
+    range_source : {"declared", "inferred", "raters"}, default="declared"
         Whether ``score_range`` was declared by the user or inferred from the
-        human scores; only the wording of the out-of-scale message depends on it.
+        human scores; only the wording of the out-of-scale message depends on
+        it. ``"raters"``: the column is one of two raters and ``score_range``
+        the declared scale of the resolved score, which is often the raters'
+        sum (ASAP prompt 1: 2-12 from two raters' 1-6), so a positive low end
+        is halved; a score above the high end is off every such scale.
 
     Returns
     -------
@@ -762,10 +766,19 @@ def check_score_column(
         )
     if score_range is not None:
         low, high = (float(v) for v in score_range)
+        declared_low = low
+        if range_source == "raters" and low > 0:
+            low = low / 2
         outside = (scores < low) | (scores > high)
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
-            if range_source == "declared":
+            if range_source == "raters" and low != declared_low:
+                scale = (
+                    f"{low:g} to {high:g}, the declared score scale {declared_low:g} "
+                    f"to {high:g} from half its low end (a score may be the raters' sum)"
+                )
+                fix = "fix those rows, or declare the scale the scores use"
+            elif range_source in ("declared", "raters"):
                 scale = f"the declared score scale {low:g} to {high:g}"
                 fix = "fix those rows, or declare the scale the scores use"
             else:

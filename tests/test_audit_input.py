@@ -187,6 +187,45 @@ def test_rater_score_of_1e12_is_refused(tmp_path, capsys, no_computation):
     assert_refused(code, err, out, "rater column 'r1' spans 1 to 1e+12", "data row 6")
 
 
+def test_rater_score_outside_the_declared_scale_is_refused(
+    tmp_path, capsys, no_computation
+):
+    """A rater's 30 on a 0-24 scale widened the raters' scale: another human-human QWK."""
+    frame = corpus().assign(r1=lambda d: d["score"], r2=lambda d: 5 - d["score"])
+    frame.loc[3, "r1"] = 30
+    path = write_tsv(tmp_path, frame)
+    code, err, out = cli(
+        tmp_path, capsys, path, "--score-range", "0,24", "--rater-cols", "r1,r2"
+    )
+    assert_refused(
+        code,
+        err,
+        out,
+        "rater column 'r1' holds 30 in data row 4, outside the declared score scale "
+        "0 to 24",
+    )
+
+
+def test_raters_whose_sum_is_the_score_may_go_below_its_low_end(no_computation):
+    """ASAP prompt 1: scores 2-12 are the sum of two raters' 1-6."""
+    frame = corpus().assign(r1=lambda d: d["score"], r2=lambda d: d["score"] % 3 + 1)
+    frame["score"] = frame["r1"] + frame["r2"]
+    frame["engine"] = frame["score"]
+    options = dict(
+        text_col="essay", score_col="score", systems=["engine"], rater_cols=["r1", "r2"]
+    )
+    # accepted: the audit gets as far as its first computation
+    with pytest.raises(AssertionError, match="started computing"):
+        sf.audit(frame, score_range=(2, 8), **options)
+    frame.loc[5, "r2"] = 0
+    with pytest.raises(
+        AuditInputError,
+        match=r"rater column 'r2' holds 0 in data row 6, outside 1 to 8, the declared "
+        r"score scale 2 to 8 from half its low end",
+    ):
+        sf.audit(frame, score_range=(2, 8), **options)
+
+
 def test_score_outside_the_declared_scale_is_refused(tmp_path, capsys, no_computation):
     frame = corpus()
     frame.loc[7, "score"] = 9

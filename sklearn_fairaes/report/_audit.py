@@ -151,7 +151,9 @@ def audit(
         The two raters' columns (a list, or one comma-separated string);
         enables the degradation from human-human QWK. The two columns must
         differ. They keep a score scale of their own (a resolved score is
-        often the raters' sum), inferred from their values.
+        often the raters' sum), inferred from their values; a rater score off
+        a declared ``score_range`` (above its high end, or below its low end,
+        halved when positive) is refused, naming its row.
     score_range : tuple of two int, or dict of prompt id to tuple, default=None
         The declared scale ``(low, high)`` of ``score_col``, both ends
         included (e.g. ``(0, 12)``), for every prompt or, as a dict, per
