@@ -290,6 +290,27 @@ def test_api_refuses_reserved_and_duplicate_names(no_computation):
             sf.audit(frame, text_col="essay", score_col="score", systems=systems)
 
 
+def test_blank_paraphrases_are_refused(tmp_path, capsys, no_computation):
+    """40 of 60 blank: the paraphrase figures were reported over every essay, exit 0."""
+    frame = corpus(14).assign(para=lambda d: d["essay"])
+    frame.loc[:11, "para"] = ""
+    frame.loc[12, "para"] = "  \t "
+    code, err, out = cli(
+        tmp_path, capsys, write_tsv(tmp_path, frame), "--paraphrase-col", "para"
+    )
+    assert_refused(
+        code,
+        err,
+        out,
+        "paraphrase column 'para' is blank in data row(s) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"
+        " ... (13 row(s) in all)",
+    )
+    with pytest.raises(AuditInputError, match=r"paraphrases is blank in data row\(s\) 3 "):
+        sf.audit(
+            corpus(4), text_col="essay", score_col="score", paraphrases=["a", "b", "", "d"]
+        )
+
+
 def test_all_scores_equal_is_refused(tmp_path, capsys, no_computation):
     code, err, out = cli(tmp_path, capsys, write_tsv(tmp_path, corpus().assign(score=3)))
     assert_refused(code, err, out, "holds the same score (3) in every row")

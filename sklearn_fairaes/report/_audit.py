@@ -210,7 +210,8 @@ def audit(
         essays of the smallest prompt.
     paraphrases : str, sequence of str or None, default=None
         A column name or one paraphrase per essay; when None, paraphrases are
-        made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`.
+        made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`. A
+        blank paraphrase is refused, naming its rows.
     reference_col : str, default=None
         Short answers: the column of each answer's reference answer(s). Human
         and system grades are then scaled to [0, 1] by the score scale, and

@@ -575,6 +575,7 @@ def plan_audit(
                 f"paraphrases has {len(para)} entries for {len(essays)} essays; "
                 f"give one paraphrase per essay, in the same order"
             )
+        _check_paraphrases_given(para, paraphrases)
     references = None
     if reference_col is not None:
         references = _references(data, reference_col, reference_sep, prompt_ids, where)
@@ -652,6 +653,24 @@ def plan_audit(
         paraphrases=para,
         reference_col=reference_col,
         references=references,
+    )
+
+
+def _check_paraphrases_given(para: list[str], source: object) -> None:
+    """Refuse blank paraphrases, as blank essays are refused.
+
+    The paraphrase figures compare each essay with its paraphrase; a blank one
+    would be counted as a paraphrase that changed everything.
+    """
+    blank = [i for i, text in enumerate(para) if not text.strip()]
+    if not blank:
+        return
+    what = f"paraphrase column {source!r}" if isinstance(source, str) else "paraphrases"
+    rows = ", ".join(str(i + 1) for i in blank[:10]) + (", ..." if len(blank) > 10 else "")
+    raise AuditInputError(
+        f"{what} is blank in data row(s) {rows} ({len(blank)} row(s) in all); give "
+        f"every essay its paraphrase, or leave paraphrases out (--paraphrase-col) to "
+        f"have the audit make them with WordNet"
     )
 
 
