@@ -24,6 +24,12 @@ Rule-selection parameters (``disabledCategories``, ...) are recorded in
 :attr:`LoopbackLanguageTool.requests` but not applied, so the client-side
 filter is what a test exercises.
 
+A server that passes the start-up check and fails later:
+``LoopbackLanguageTool(fail_from=15)`` answers ``/v2/check`` request 16 and
+every later one with ``failure`` -- ``"500"`` (HTTP 500, an HTML body) or
+``"garbage"`` (HTTP 200, a body that is not JSON); ``fail_times=k`` fails k
+requests only, then answers again (a server busy for a moment).
+
 Usage::
 
     with LoopbackLanguageTool() as lt:
@@ -146,6 +152,9 @@ class _Handler(BaseHTTPRequestHandler):
             owner = self.server.owner
             with owner._lock:
                 owner.requests.append(dict(params))
+                k = len(owner.requests) - 1
+            if owner.fails(k):
+                return self._fail(owner.failure)
             text = params.get("text", "")
             language = params.get("language", "")
             if not text or not language:
@@ -162,6 +171,17 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             )
         return self._send_json({"error": f"unknown path {path}"}, status=404)
+
+    def _fail(self, failure):
+        if failure == "500":
+            body, status = b"<html><body>Internal Server Error</body></html>", 500
+        else:
+            body, status = b"this is not JSON", 200
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_GET(self):
         query = urllib.parse.urlparse(self.path).query
@@ -182,9 +202,22 @@ class LoopbackLanguageTool:
         ``http://127.0.0.1:<port>``, once started.
     requests : list of dict
         The form parameters of every ``/v2/check`` request received.
+
+    Parameters
+    ----------
+    fail_from : int, default=None
+        The first ``/v2/check`` request (from 0) answered with ``failure``;
+        None: none.
+    fail_times : int, default=None
+        How many requests fail from ``fail_from`` on; None: all of them.
+    failure : {"500", "garbage"}, default="500"
+        An HTTP 500 with an HTML body, or an HTTP 200 whose body is not JSON.
     """
 
-    def __init__(self):
+    def __init__(self, fail_from=None, fail_times=None, failure="500"):
+        if failure not in ("500", "garbage"):
+            raise ValueError(f"failure must be '500' or 'garbage', got {failure!r}")
+        self.fail_from, self.fail_times, self.failure = fail_from, fail_times, failure
         self.requests = []
         self._lock = threading.Lock()
         self._server = None
@@ -209,6 +242,12 @@ class LoopbackLanguageTool:
             self._server.server_close()
             self._thread.join(timeout=5)
             self._server = None
+
+    def fails(self, k):
+        """Whether ``/v2/check`` request ``k`` (from 0) is answered with the failure."""
+        if self.fail_from is None or k < self.fail_from:
+            return False
+        return self.fail_times is None or k < self.fail_from + self.fail_times
 
     def check_requests(self):
         """The ``/v2/check`` requests received so far (a copy)."""

@@ -354,6 +354,54 @@ def test_unreachable_grammar_server_is_refused_up_front(tmp_path, capsys, no_com
     assert_refused(code, err, out, f"grammar='{url}'", "no LanguageTool server answered")
 
 
+@pytest.mark.parametrize("failure", ["500", "garbage"])
+def test_grammar_server_failing_mid_run_exits_2_naming_it_and_the_essay(
+    tmp_path, capsys, monkeypatch, failure
+):
+    """It passes the start-up check, then fails from essay 16 on (issue 31: exit 1)."""
+    from lt_server import LoopbackLanguageTool
+
+    from sklearn_fairaes.features import _grammar
+
+    monkeypatch.setattr(_grammar, "RETRY_DELAYS", (0.0, 0.0))
+    with LoopbackLanguageTool(fail_from=15, failure=failure) as lt:
+        path = write_tsv(tmp_path, corpus())
+        code, err, out = cli(tmp_path, capsys, path, "--grammar", lt.url)
+        n_checks = len(lt.check_requests())
+    assert_refused(
+        code,
+        err,
+        out,
+        f"(--grammar): the LanguageTool server at {lt.url} failed on data row 16 and "
+        f"on 2 retries",
+        "leave grammar out",
+    )
+    assert "internal error" not in err
+    assert n_checks == 15 + 3  # the essay was tried three times, and no essay after it
+
+
+def test_grammar_server_failing_for_a_moment_is_retried(monkeypatch):
+    from lt_server import LoopbackLanguageTool
+
+    from sklearn_fairaes.features import _grammar
+
+    monkeypatch.setattr(_grammar, "RETRY_DELAYS", (0.0, 0.0))
+    frame = corpus(8)
+    with LoopbackLanguageTool(fail_from=3, fail_times=2) as lt:
+        result = sf.audit(
+            frame,
+            text_col="essay",
+            score_col="score",
+            representations=["bow"],
+            models=["ridge"],
+            cv=2,
+            grammar=lt.url,
+        )
+        n_checks = len(lt.check_requests())
+    assert n_checks == 8 + 2
+    assert "language_errors" in result.tables["features"].columns
+
+
 def test_api_refuses_like_the_command_line():
     frame = corpus()
     frame.loc[0, "score"] = 10**12

@@ -31,6 +31,11 @@ client-side filter is what guarantees the rule for any server. The language is
 for quantities, a first name otherwise, different for different placeholders;
 see ``placeholder_stand_in``), so an anonymised name is not reported as the
 student's error. An empty essay has 0 errors and is not sent.
+
+A server that fails on an essay later (an HTTP 500, a timeout, an answer that
+is not LanguageTool's JSON) gets the essay again after ``RETRY_DELAYS`` (two
+retries, 0.5 and 2 s later: a server busy for a moment recovers); if it still
+fails, :class:`GrammarServerError` names the server and the essay's position.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -52,6 +58,7 @@ from ._tokenize import replace_placeholders
 
 __all__ = [
     "LANGUAGE",
+    "GrammarServerError",
     "count_language_errors",
     "is_spelling_match",
     "resolve_grammar",
@@ -65,6 +72,8 @@ SPELLING_ISSUE_TYPES = frozenset({"misspelling"})
 SPELLING_RULE_PREFIXES = ("MORFOLOGIK_RULE", "HUNSPELL")
 #: Seconds a server gets to answer the reachability check in ``fit``.
 PROBE_TIMEOUT = 10.0
+#: Seconds to wait before each new try of an essay the server failed on.
+RETRY_DELAYS = (0.5, 2.0)
 _SERVER_CLASS = "org/languagetool/server/HTTPServer.class"
 
 # label -> language_tool_python.LanguageTool
@@ -79,6 +88,38 @@ _HOW_TO = (
     "Java >= 17 on the PATH and pass grammar='local'; or leave language_errors out with "
     "grammar=None."
 )
+
+
+class GrammarServerError(ConnectionError):
+    """A LanguageTool server failed on an essay, also when asked again.
+
+    Parameters
+    ----------
+    server : str
+        The server's label (its base URL, or ``"local:<version>"``).
+    position : int
+        The essay's position among the essays checked (from 0).
+    reason : str
+        What went wrong on the last try.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._grammar import GrammarServerError
+    >>> exc = GrammarServerError("http://localhost:8081", 15, "HTTP 500")
+    >>> print(exc)
+    the LanguageTool server at http://localhost:8081 failed on the essay at position 15 (3 tries; last: HTTP 500)
+    """
+
+    def __init__(self, server: str, position: int, reason: str) -> None:
+        self.server, self.position, self.reason = server, position, reason
+        super().__init__(
+            f"the LanguageTool server at {server} failed on the essay at position "
+            f"{position} ({len(RETRY_DELAYS) + 1} tries; last: {reason})"
+        )
+
+    def __reduce__(self) -> Any:
+        # rebuilt from its fields when it crosses a process boundary
+        return (type(self), (self.server, self.position, self.reason))
 
 
 def is_spelling_match(match: Any) -> bool:
@@ -276,13 +317,17 @@ def _tool(label: str) -> Any:
 def _count_one(tool: Any, text: str, position: int, label: str) -> int:
     if not text.strip():
         return 0
-    try:
-        matches = tool.check(replace_placeholders(text))
-    except Exception as exc:  # language_tool_python raises its own error types
-        raise ConnectionError(
-            f"LanguageTool ({label}) failed on the essay at position {position}: {exc}"
-        ) from exc
-    return sum(1 for m in matches if not is_spelling_match(m))
+    for delay in (*RETRY_DELAYS, None):
+        try:
+            matches = tool.check(replace_placeholders(text))
+            return sum(1 for m in matches if not is_spelling_match(m))
+        except Exception as exc:  # language_tool_python's errors, a reply not its JSON
+            if delay is None:
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                cut = reason if len(reason) <= 200 else reason[:197] + "..."
+                raise GrammarServerError(label, position, cut) from exc
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def count_language_errors(

@@ -1705,6 +1705,7 @@ def _study(
     from sklearn.model_selection import KFold
 
     from ..features import InterpretableFeatures
+    from ..features._grammar import RETRY_DELAYS, GrammarServerError
 
     settings = plan.settings
     rows = plan.rows_of(p)
@@ -1786,7 +1787,18 @@ def _study(
         feat.set_params(sbert_backend=settings.sbert_backend, sbert_device=settings.device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
-        study.features = np.asarray(feat.fit_transform(essays, human), dtype=float)
+        try:
+            study.features = np.asarray(feat.fit_transform(essays, human), dtype=float)
+        except GrammarServerError as exc:
+            # the user's server, which passed the start-up check, failed later
+            where = _Where(plan.prompt_ids, plan.prompt_col is not None)
+            raise AuditInputError(
+                f"grammar={short(settings.grammar, 80)} (--grammar): the LanguageTool "
+                f"server at {exc.server} failed on {where.row(int(rows[exc.position]))} "
+                f"and on {len(RETRY_DELAYS)} retries ({exc.reason}); check the server "
+                f"(its log says why), or leave grammar out (no --grammar) to audit "
+                f"without the language_errors feature"
+            ) from None
     study.feature_names = [str(f) for f in feat.get_feature_names_out()]
     bar.tick(f"{p}: features")
 
