@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar, cast, overload
+from typing import Any, Literal, NamedTuple, TypeVar, cast, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +28,10 @@ __all__ = [
     "check_score_range",
     "check_score_column",
     "MAX_SCORE_POINTS",
+    "check_params",
+    "Interval",
+    "Options",
+    "InvalidParameterError",
 ]
 
 #: Most integer score points a scale may have. Real rubrics have a few dozen;
@@ -1002,3 +1006,168 @@ def check_predictor(
             ),
         )
     return estimator
+
+
+class Interval(NamedTuple):
+    """A closed range of numbers, a constraint of :func:`check_params`.
+
+    Parameters
+    ----------
+    type : {numbers.Integral, numbers.Real}
+        The kind of number (bool is neither here).
+    low, high : float or None
+        The bounds, both included; None: no bound on that side.
+
+    Examples
+    --------
+    >>> import numbers
+    >>> from sklearn_fairaes._validation import Interval
+    >>> Interval(numbers.Real, 0, 1).describe()
+    'a float in the range [0, 1]'
+    """
+
+    type: type
+    low: float | None
+    high: float | None
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` is a number of this kind within the bounds."""
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.type):
+            return False
+        number = cast(float, value)
+        return (self.low is None or number >= self.low) and (
+            self.high is None or number <= self.high
+        )
+
+    def describe(self) -> str:
+        """How the constraint reads in a message: ``'an int in the range [1, inf)'``."""
+        kind = "an int" if self.type is numbers.Integral else "a float"
+        low = "(-inf" if self.low is None else f"[{self.low}"
+        high = "inf)" if self.high is None else f"{self.high}]"
+        return f"{kind} in the range {low}, {high}"
+
+
+class Options(NamedTuple):
+    """A set of allowed strings, a constraint of :func:`check_params`.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import Options
+    >>> Options(("unicode", "ascii")).describe()
+    "a str among ['ascii', 'unicode']"
+    """
+
+    values: tuple[str, ...]
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` is one of the strings."""
+        return isinstance(value, str) and value in self.values
+
+    def describe(self) -> str:
+        """How the constraint reads in a message (the options sorted)."""
+        return f"a str among {sorted(self.values)}"
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter of an estimator has the wrong type or value.
+
+    Both a ``ValueError`` and a ``TypeError``, as scikit-learn's is, so that
+    code catching either keeps working.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import InvalidParameterError
+    >>> issubclass(InvalidParameterError, ValueError)
+    True
+    """
+
+
+_MAX_SEED = 2**32 - 1
+
+
+def _constraint_accepts(constraint: Any, value: object) -> bool:
+    if constraint is None:
+        return value is None
+    if isinstance(constraint, (Interval, Options)):
+        return constraint.accepts(value)
+    if constraint is callable:
+        return callable(value)
+    if constraint == "boolean":
+        return isinstance(value, (bool, np.bool_))
+    if constraint == "random_state":
+        return (
+            value is None
+            or isinstance(value, np.random.RandomState)
+            or Interval(numbers.Integral, 0, _MAX_SEED).accepts(value)
+        )
+    if isinstance(constraint, type):
+        return isinstance(value, constraint)
+    raise TypeError(f"unknown parameter constraint {constraint!r}")  # our own bug
+
+
+def _constraint_text(constraint: Any) -> str:
+    if constraint is None:
+        return "None"
+    if isinstance(constraint, (Interval, Options)):
+        return constraint.describe()
+    if constraint is callable:
+        return "a callable"
+    if constraint == "boolean":
+        return "True or False"
+    if constraint == "random_state":
+        return (
+            f"an int in the range [0, {_MAX_SEED}], a numpy.random.RandomState "
+            f"instance or None"
+        )
+    return f"an instance of {constraint.__name__!r}"
+
+
+def check_params(estimator: object, constraints: dict[str, list[Any]]) -> None:
+    """Check an estimator's parameters against declarative constraints.
+
+    The package's own form of scikit-learn's ``_parameter_constraints`` (whose
+    constraint classes are private to sklearn): each parameter maps to a list
+    of constraints, and its value must satisfy one of them. A constraint is
+    None, a type, the builtin ``callable``, ``"boolean"``, ``"random_state"``
+    (what :func:`sklearn.utils.check_random_state` takes), an
+    :class:`Interval` or an :class:`Options`. Parameters not named are not
+    checked.
+
+    Parameters
+    ----------
+    estimator : object
+        The estimator; its attributes of the constrained names are checked.
+    constraints : dict of str to list
+        Parameter name -> the constraints it may satisfy.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the parameter, the estimator's class, what it must be and the
+        value it has (sklearn's wording).
+
+    Examples
+    --------
+    >>> import numbers
+    >>> from sklearn.base import BaseEstimator
+    >>> from sklearn_fairaes._validation import Interval, check_params
+    >>> class Noise(BaseEstimator):
+    ...     def __init__(self, rate=0.1):
+    ...         self.rate = rate
+    >>> rules = {"rate": [Interval(numbers.Real, 0, 1)]}
+    >>> check_params(Noise(), rules)
+    >>> check_params(Noise(rate=2), rules)
+    Traceback (most recent call last):
+    ...
+    sklearn_fairaes._validation.InvalidParameterError: The 'rate' parameter of Noise must be a float in the range [0, 1]. Got 2 instead.
+    """  # noqa: E501
+    for name, allowed in constraints.items():
+        value = getattr(estimator, name)
+        if any(_constraint_accepts(c, value) for c in allowed):
+            continue
+        texts = [_constraint_text(c) for c in allowed]
+        must = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {type(estimator).__name__} must be {must}. "
+            f"Got {value!r} instead."
+        )

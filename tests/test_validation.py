@@ -186,3 +186,72 @@ def test_score_column_reports_the_first_bad_row_of_a_subset():
             prompt=2,
             score_range=(0, 6),
         )
+
+
+# -- check_params: sklearn's declarative parameter checks without its private
+# constraint classes (sklearn.utils._param_validation)
+class _Estimator:
+    def __init__(self, **params):
+        self.__dict__.update(params)
+
+
+def test_check_params_accepts_each_kind_of_constraint():
+    import numbers
+
+    from sklearn_fairaes._validation import Interval, Options, check_params
+
+    rules = {
+        "rate": [Interval(numbers.Real, 0, 1)],
+        "k": [Interval(numbers.Integral, 1, None), None],
+        "mode": [Options(("a", "b"))],
+        "tagger": [str, callable],
+        "flag": ["boolean"],
+        "random_state": ["random_state"],
+    }
+    for params in (
+        {"rate": 0, "k": 1, "mode": "a", "tagger": len, "flag": True, "random_state": None},
+        {"rate": 1.0, "k": None, "mode": "b", "tagger": "x", "flag": np.False_,
+         "random_state": np.random.RandomState(0)},
+        {"rate": np.float32(0.5), "k": np.int64(9), "mode": "a", "tagger": "x",
+         "flag": False, "random_state": 2**32 - 1},
+    ):  # fmt: skip
+        check_params(_Estimator(**params), rules)
+
+
+@pytest.mark.parametrize(
+    "name, value, match",
+    [
+        ("rate", 1.5, r"'rate' parameter of _Estimator must be a float in the range \[0, 1\]\. Got 1\.5 instead"),
+        ("rate", True, r"'rate' parameter .* Got True instead"),
+        ("k", 0, r"'k' parameter of _Estimator must be an int in the range \[1, inf\) or None"),
+        ("k", 2.0, r"'k' parameter .*Got 2\.0 instead"),
+        ("mode", "c", r"'mode' parameter of _Estimator must be a str among \['a', 'b'\]"),
+        ("flag", 1, r"'flag' parameter of _Estimator must be True or False"),
+        ("random_state", -1, r"'random_state' parameter .*RandomState instance or None"),
+        ("random_state", "0", r"'random_state' parameter"),
+    ],
+)  # fmt: skip
+def test_check_params_says_what_the_parameter_must_be(name, value, match):
+    import numbers
+
+    from sklearn_fairaes._validation import (
+        Interval,
+        InvalidParameterError,
+        Options,
+        check_params,
+    )
+
+    rules = {
+        "rate": [Interval(numbers.Real, 0, 1)],
+        "k": [Interval(numbers.Integral, 1, None), None],
+        "mode": [Options(("b", "a"))],
+        "flag": ["boolean"],
+        "random_state": ["random_state"],
+    }
+    good = {"rate": 0.5, "k": 1, "mode": "a", "flag": True, "random_state": 0}
+    estimator = _Estimator(**{**good, name: value})
+    with pytest.raises(InvalidParameterError, match=match) as info:
+        check_params(estimator, rules)
+    # a ValueError and a TypeError, as sklearn's InvalidParameterError is
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, TypeError)

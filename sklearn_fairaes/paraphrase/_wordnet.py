@@ -121,12 +121,10 @@ class WordEdit(NamedTuple):
 # ----------------------------------------------------------------- WordNet
 @functools.lru_cache(maxsize=1)
 def _wordnet() -> tuple[Any, dict[str, dict[str, tuple[str, ...]]], bool]:
-    from ..resources import ensure_wordnet
+    from ..resources import wordnet_reader
 
-    ensure_wordnet()
-    from nltk.corpus import wordnet
-
-    wordnet.ensure_loaded()
+    # read where it lies: no download, no writing, nltk.data.path left alone
+    wordnet = wordnet_reader()
     # base form -> its irregular forms, from WordNet's exception lists
     # (noun.exc, verb.exc): "stop" -> ("stopped", "stopping"), "go" -> ("went", "gone")
     irregular: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -191,23 +189,17 @@ def _no_sense_counts(min_count: int) -> ResourceNotFoundError:
 
 @functools.lru_cache(maxsize=1)
 def _wordnet_folder() -> str | None:
-    """The WordNet folder NLTK would read, found without loading WordNet; None if unsure.
+    """The WordNet folder _wordnet() reads, found without loading WordNet; None if unsure.
 
     Loading WordNet takes seconds; a paraphraser whose edits are all cached
     needs only to know which WordNet it would use (its identity) and whether
     it has the sense counts. A WordNet that is not a plain folder (a zip), or
     that is not found, gives None: then WordNet is loaded as before.
     """
-    import nltk
+    from ..resources import find_wordnet
 
-    from ..resources import data_home
-
-    own = str(data_home() / "nltk_data")
-    if own not in nltk.data.path:  # where ensure_wordnet() puts a prepared copy
-        nltk.data.path.insert(0, own)
-    try:
-        found = str(nltk.data.find("corpora/wordnet"))
-    except LookupError:
+    found = find_wordnet()  # the one _wordnet() reads; nothing written
+    if found is None:
         return None
     ok = os.path.isdir(found) and os.path.isfile(os.path.join(found, "data.noun"))
     return found if ok else None
@@ -658,7 +650,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         self.cache = cache
 
     # ------------------------------------------------------------ params
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         rate = self.rate
         if (
             not isinstance(rate, numbers.Real)
@@ -738,7 +730,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         from ..features._pos import resolve_pos_tagger
 
         check_essays(X, min_essays=1)
-        self._validate_params()
+        self._check_params()
         tagger = resolve_pos_tagger(self.pos_tagger)
         self.pos_tagger_ = (
             tagger
@@ -784,7 +776,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "pos_tagger_")
         essays = check_essays(X)
-        self._validate_params()
+        self._check_params()
         return self._paraphrase(essays)
 
     # ------------------------------------------------------------- work

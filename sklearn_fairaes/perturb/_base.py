@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 
-from .._validation import check_essays
+from .._validation import check_essays, check_params
 
 if TYPE_CHECKING:
     from ._text import EssayText
@@ -233,9 +233,9 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
     #: :data:`EXPECTED_DIRECTIONS`).
     expected: ClassVar[Literal["change", "drop", "stay"]] = "stay"
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "random_state": ["random_state"]
-    }
+    # the parameters' constraints, checked by fit and transform
+    # (sklearn_fairaes._validation.check_params)
+    _param_rules: ClassVar[dict[str, list[Any]]] = {"random_state": ["random_state"]}
 
     # set by each subclass's __init__
     random_state: RandomStateLike
@@ -246,7 +246,7 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
         return "preserving" if self.expected == "stay" else "changing"
 
     def _check_params(self) -> None:
-        """Checks beyond ``_parameter_constraints`` (overridden where needed)."""
+        """Checks beyond ``_param_rules`` (overridden where needed)."""
 
     def fit(self, X: ArrayLike | None = None, y: object = None) -> BasePerturbation:
         """Check the parameters; nothing is learned.
@@ -266,7 +266,7 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
         """
         if X is not None:
             check_essays(X, min_essays=1)
-        self._validate_params()
+        check_params(self, self._param_rules)
         self._check_params()
         return self
 
@@ -304,7 +304,7 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
             perturbed[i]``), a note and the number of units skipped.
         """
         essays = check_essays(X)
-        self._validate_params()
+        check_params(self, self._param_rules)
         self._check_params()
         records = self._perturb_batch(essays, self._base_seed())
         out = [apply_edits(text, rec.edits) for text, rec in zip(essays, records)]

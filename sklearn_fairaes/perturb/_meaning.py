@@ -16,8 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sklearn.utils._param_validation import Interval
-
+from .._validation import Interval
 from ._base import (
     BasePerturbation,
     Edit,
@@ -41,7 +40,7 @@ __all__ = [
     "TypoInjection",
 ]
 
-_RATE: list[Any] = [Interval(numbers.Real, 0, 1, closed="both")]
+_RATE: list[Any] = [Interval(numbers.Real, 0, 1)]
 
 
 # --------------------------------------------------------------- synonyms
@@ -90,11 +89,11 @@ class SynonymParaphrase(BasePerturbation):
 
     name = "synonym"
     expected = "stay"
-    _parameter_constraints = {
-        **BasePerturbation._parameter_constraints,
+    _param_rules = {
+        **BasePerturbation._param_rules,
         "rate": _RATE,
         "pos_tagger": [str, callable],
-        "min_count": [Interval(numbers.Integral, 0, None, closed="left")],
+        "min_count": [Interval(numbers.Integral, 0, None)],
     }
 
     def __init__(
@@ -223,10 +222,10 @@ class TypoInjection(BasePerturbation):
 
     name = "typos"
     expected = "stay"
-    _parameter_constraints = {
-        **BasePerturbation._parameter_constraints,
+    _param_rules = {
+        **BasePerturbation._param_rules,
         "rate": _RATE,
-        "min_word_length": [Interval(numbers.Integral, 2, None, closed="left")],
+        "min_word_length": [Interval(numbers.Integral, 2, None)],
     }
 
     def __init__(
@@ -289,7 +288,7 @@ class CaseWhitespaceNoise(BasePerturbation):
 
     name = "case_whitespace"
     expected = "stay"
-    _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
+    _param_rules = {**BasePerturbation._param_rules, "rate": _RATE}
 
     def __init__(self, rate: float = 0.1, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
@@ -445,8 +444,8 @@ class ContractionSwap(BasePerturbation):
 
     name = "contractions"
     expected = "stay"
-    _parameter_constraints = {
-        **BasePerturbation._parameter_constraints,
+    _param_rules = {
+        **BasePerturbation._param_rules,
         "mode": [str],
         "rate": _RATE,
     }
@@ -579,9 +578,9 @@ class PlaceholderRenaming(BasePerturbation):
 
     name = "placeholders"
     expected = "stay"
-    _parameter_constraints = {
-        **BasePerturbation._parameter_constraints,
-        "max_shift": [Interval(numbers.Integral, 1, None, closed="left")],
+    _param_rules = {
+        **BasePerturbation._param_rules,
+        "max_shift": [Interval(numbers.Integral, 1, None)],
     }
 
     def __init__(self, max_shift: int = 5, *, random_state: RandomStateLike = None) -> None:

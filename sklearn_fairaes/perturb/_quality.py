@@ -20,8 +20,8 @@ import numbers
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
+from .._validation import Interval
 from ..resources import require
 from ._base import BasePerturbation, Edit, PerturbOutcome, RandomStateLike
 from ._meaning import _IRREGULAR_PARTICIPLES
@@ -42,7 +42,7 @@ __all__ = [
     "WordScramble",
 ]
 
-_RATE: list[Any] = [Interval(numbers.Real, 0, 1, closed="both")]
+_RATE: list[Any] = [Interval(numbers.Real, 0, 1)]
 
 
 def _sentence_texts(text: str, essay: EssayText) -> list[str]:
@@ -155,7 +155,7 @@ class SentenceDeletion(BasePerturbation):
 
     name = "sentence_deletion"
     expected = "drop"
-    _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
+    _param_rules = {**BasePerturbation._param_rules, "rate": _RATE}
 
     def __init__(self, rate: float = 0.2, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
@@ -213,7 +213,7 @@ class SentenceRepetition(BasePerturbation):
 
     name = "sentence_repetition"
     expected = "drop"
-    _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
+    _param_rules = {**BasePerturbation._param_rules, "rate": _RATE}
 
     def __init__(self, rate: float = 0.5, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
@@ -292,10 +292,10 @@ class OffTopicParagraph(BasePerturbation):
 
     name = "off_topic"
     expected = "drop"
-    _parameter_constraints = {
-        **BasePerturbation._parameter_constraints,
+    _param_rules = {
+        **BasePerturbation._param_rules,
         "variant": [
-            Interval(numbers.Integral, 0, len(OFF_TOPIC_PARAGRAPHS) - 1, closed="both"),
+            Interval(numbers.Integral, 0, len(OFF_TOPIC_PARAGRAPHS) - 1),
             None,
         ],
     }
@@ -374,8 +374,8 @@ class PromptStuffing(BasePerturbation):
 
     name = "prompt_stuffing"
     expected = "drop"
-    _parameter_constraints = {
-        **BasePerturbation._parameter_constraints,
+    _param_rules = {
+        **BasePerturbation._param_rules,
         "prompt": [str, None],
         "rate": _RATE,
     }
@@ -578,7 +578,7 @@ class Negation(BasePerturbation):
 
     name = "negation"
     expected = "change"
-    _parameter_constraints = {**BasePerturbation._parameter_constraints, "rate": _RATE}
+    _param_rules = {**BasePerturbation._param_rules, "rate": _RATE}
 
     def __init__(self, rate: float = 1.0, *, random_state: RandomStateLike = None) -> None:
         self.rate = rate
@@ -765,9 +765,9 @@ class WordSalad(BasePerturbation):
 
     name = "word_salad"
     expected = "drop"
-    _parameter_constraints = {
-        **BasePerturbation._parameter_constraints,
-        "vocabulary_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    _param_rules = {
+        **BasePerturbation._param_rules,
+        "vocabulary_size": [Interval(numbers.Integral, 1, None)],
     }
 
     def __init__(

@@ -317,7 +317,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         self.question_col = question_col
 
     # -- validation ---------------------------------------------------------
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         check_representation(self.representation)
         if self.calibration not in _CALIBRATIONS:
             raise ValueError(
@@ -390,7 +390,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         self : object
             The fitted grader.
         """
-        self._validate_params()
+        self._check_params()
         answers, references, questions = self._read(X)
         grades: NDArray[np.float64] | None = None
         # sample_weight, checked, times the "balanced" weights

@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
-from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_essays
+from .._validation import Options, check_essays, check_params
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
@@ -47,15 +46,21 @@ _NON_LETTERS = re.compile(r"[^A-Za-z]+")
 
 @functools.lru_cache(maxsize=1)
 def _lemmatizer() -> Callable[[str], str]:
-    from nltk.stem import WordNetLemmatizer
+    from ..resources import wordnet_reader
 
-    from ..resources import ensure_wordnet
+    # WordNet read where it lies, without downloading, writing or touching
+    # nltk.data.path (fit has no side effects; `fairaes setup` installs);
+    # missing, a ResourceNotFoundError (a LookupError) says how to get it
+    morphy = wordnet_reader()._morphy
 
-    ensure_wordnet()
-    wnl = WordNetLemmatizer()
+    def lemmatize(word: str) -> str:
+        # NLTK's WordNetLemmatizer.lemmatize(word), on this reader
+        lemmas = morphy(word, "n")
+        return min(lemmas, key=len) if lemmas else word
+
     # Essays repeat words endlessly; memoising the lookup makes lemmatization
     # ~50x cheaper than calling WordNet per token.
-    return functools.lru_cache(maxsize=500_000)(wnl.lemmatize)
+    return functools.lru_cache(maxsize=500_000)(lemmatize)
 
 
 def _letters_only(doc: str) -> str:
@@ -206,6 +211,10 @@ class _EssayTextMixin(_VectorizerBase):
         X_new : sparse matrix of shape (n_essays, n_terms)
             One row per essay, one column per term.
         """
+        # sklearn checks its own parameters (_parameter_constraints) in
+        # super().fit_transform; ours whose values sklearn cannot express
+        # without its private constraint classes are checked here
+        check_params(self, {"letters": [Options(("ascii", "unicode"))]})
         essays = check_essays(raw_documents)
         out = super().fit_transform(essays)
         return out
@@ -292,7 +301,12 @@ _COMMON_DOC = """
         ``letters_only=False``, "unicode" only repairs and NFC-normalises.
     lemmatize : bool, default=True
         Replace each token by its WordNet lemma (NLTK's ``WordNetLemmatizer``,
-        noun reading). WordNet is found through :mod:`sklearn_fairaes.resources`.
+        noun reading). WordNet is read where it is installed
+        (:func:`~sklearn_fairaes.resources.find_wordnet`); ``fit`` never
+        downloads or writes it: run ``fairaes setup`` once (or install
+        Debian's ``wordnet-base``), else ``fit`` raises a
+        :class:`~sklearn_fairaes.resources.ResourceNotFoundError` (a
+        ``LookupError``) saying so.
     lowercase : bool, default=True
         Convert all characters to lowercase before tokenizing.
     strip_accents : {"ascii", "unicode"}, callable or None, default=None
@@ -375,7 +389,6 @@ class BowVectorizer(_EssayTextMixin, CountVectorizer):
     _parameter_constraints = {
         **CountVectorizer._parameter_constraints,
         "letters_only": ["boolean"],
-        "letters": [StrOptions({"ascii", "unicode"})],
         "lemmatize": ["boolean"],
     }
 
@@ -459,7 +472,6 @@ class TfidfEssayVectorizer(_EssayTextMixin, TfidfVectorizer):
     _parameter_constraints = {
         **TfidfVectorizer._parameter_constraints,
         "letters_only": ["boolean"],
-        "letters": [StrOptions({"ascii", "unicode"})],
         "lemmatize": ["boolean"],
     }
 
