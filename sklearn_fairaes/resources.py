@@ -15,23 +15,29 @@ Per-user data lives in ``$FAIRAES_DATA`` when set, else
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
+import io
 import json
 import os
 import shutil
 import socket
 import sys
 import tempfile
+import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 __all__ = [
     "ResourceNotFoundError",
     "data_home",
     "ensure_wordnet",
+    "find_wordnet",
     "find_sbert_model",
     "resolve_sbert_model",
     "resolve_laser_files",
@@ -171,16 +177,20 @@ def data_home() -> Path:
     >>> data_home().name != ""
     True
     """
-    env = os.environ.get("FAIRAES_DATA")
-    if env:
-        path = Path(env)
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-            os.path.expanduser("~"), ".cache"
-        )
-        path = Path(base) / "sklearn_fairaes"
+    path = _data_home_path()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _data_home_path() -> Path:
+    """:func:`data_home`'s folder, not created (for lookups that must not write)."""
+    env = os.environ.get("FAIRAES_DATA")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache"
+    )
+    return Path(base) / "sklearn_fairaes"
 
 
 def _online(
@@ -221,11 +231,7 @@ def _build_wordnet_from_system(
             if entry.is_file():
                 shutil.copyfile(entry, tmp / entry.name)
         if not (tmp / "lexnames").exists():
-            lines = [
-                f"{i:02d}\t{name}\t{cat}\n"
-                for i, (name, cat) in enumerate(_WORDNET_LEXNAMES)
-            ]
-            (tmp / "lexnames").write_text("".join(lines), encoding="ascii")
+            (tmp / "lexnames").write_text(_lexnames_text(), encoding="ascii")
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
@@ -235,9 +241,166 @@ def _build_wordnet_from_system(
     return target
 
 
+def _wordnet_root() -> Any:
+    """Where a readable WordNet lies (an NLTK path pointer or a folder), or None.
+
+    Looked up without writing, downloading or changing NLTK's search path:
+    NLTK's own data path (``NLTK_DATA``, ``~/nltk_data``, ...), then the copy
+    ``fairaes setup`` prepares under :func:`data_home`, then a system WordNet
+    (:data:`SYSTEM_WORDNET_DIRS`, Debian's ``wordnet-base``).
+    """
+    import nltk
+
+    try:
+        return nltk.data.find("corpora/wordnet")
+    except LookupError:
+        pass
+    own = _data_home_path() / "nltk_data" / "corpora" / "wordnet"
+    for folder in (own, *map(Path, SYSTEM_WORDNET_DIRS)):
+        if (folder / "index.noun").is_file() and (folder / "data.noun").is_file():
+            return str(folder)
+    return None
+
+
+def find_wordnet() -> str | None:
+    """The WordNet folder the package reads, found without writing anything.
+
+    Nothing is downloaded, copied, created or added to ``nltk.data.path``
+    (:func:`ensure_wordnet`, run by ``fairaes setup``, is what installs).
+    Order of lookup: NLTK's own data path (``NLTK_DATA``, ``~/nltk_data``,
+    ...), the copy that ``fairaes setup`` prepares under :func:`data_home`,
+    then a system WordNet (``/usr/share/wordnet``, Debian's ``wordnet-base``;
+    the ``lexnames`` file Debian omits is supplied in memory).
+
+    Returns
+    -------
+    folder : str or None
+        The ``wordnet`` folder; None when none is found or NLTK finds it in a
+        zip file (which is read all the same).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import find_wordnet
+    >>> folder = find_wordnet()
+    >>> folder is None or folder.endswith("wordnet")
+    True
+    """
+    root = _wordnet_root()
+    folder = getattr(root, "path", root)
+    return folder if isinstance(folder, str) and os.path.isdir(folder) else None
+
+
+_NLTK_PATH_LOCK = threading.RLock()  # __init__ opens files within its own block
+
+
+@contextlib.contextmanager
+def _nltk_may_read(folder: str | None) -> Iterator[None]:
+    """Let NLTK open files under ``folder`` for the duration of the block.
+
+    NLTK (3.9.3 on) opens corpus files only under a folder on
+    ``nltk.data.path``. A WordNet found outside it (the copy of ``fairaes
+    setup``, Debian's) is registered there only while NLTK opens one of its
+    files, appended (it shadows nothing) and removed again, so the process's
+    search path is left as it was.
+    """
+    import nltk
+
+    with _NLTK_PATH_LOCK:
+        if folder is None or folder in nltk.data.path:
+            yield
+            return
+        nltk.data.path.append(folder)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ValueError):
+                nltk.data.path.remove(folder)
+
+
+@functools.lru_cache(maxsize=4)
+def _wordnet_reader_at(root: Any) -> Any:
+    from nltk.corpus.reader import CorpusReader
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    from nltk.corpus.util import LazyCorpusLoader
+
+    # a folder found by us (a str), not by NLTK's own search (a path pointer)
+    folder = root if type(root) is str else None
+
+    class _Reader(WordNetCorpusReader):  # type: ignore[misc]
+        def __init__(self, *args: Any) -> None:
+            with _nltk_may_read(folder):
+                super().__init__(*args)
+
+        def open(self, file: str) -> Any:
+            if (
+                file == "lexnames"
+                and folder is not None
+                and not os.path.isfile(os.path.join(folder, file))
+            ):
+                # Debian's WordNet omits it: the fixed WordNet 3.0 list
+                return io.StringIO(_lexnames_text())
+            with _nltk_may_read(folder):
+                return super().open(file)
+
+        def index_sense(self, version: str | None = None) -> Any:
+            # NLTK maps the WordNet it reads onto the corpus named "wordnet",
+            # which it looks up on nltk.data.path; found elsewhere, this one is it
+            if version == "wordnet" and folder is not None:
+                version = None
+            return super().index_sense(version)
+
+    # NLTK's own Open Multilingual WordNet loader, loaded only if a
+    # multilingual function is called (as nltk.corpus.wordnet does)
+    omw = LazyCorpusLoader("omw-1.4", CorpusReader, r".*/wordnet.*")
+    return _Reader(root, omw)
+
+
+def wordnet_reader() -> Any:
+    """NLTK's WordNet reader on :func:`find_wordnet`'s WordNet, with no side effect.
+
+    What the estimators read WordNet through (lemmas, synonyms, paraphrases):
+    unlike ``nltk.corpus.wordnet`` it needs no folder on ``nltk.data.path``,
+    so nothing global is changed, and it never downloads or writes.
+
+    Returns
+    -------
+    reader : nltk.corpus.reader.wordnet.WordNetCorpusReader
+        Loaded once per process and WordNet location.
+
+    Raises
+    ------
+    ResourceNotFoundError
+        When no WordNet is found; the message says how to install one
+        (``fairaes setup``, or Debian's ``wordnet-base`` package).
+    """
+    root = _wordnet_root()
+    if root is None:
+        own = _data_home_path() / "nltk_data"
+        raise ResourceNotFoundError(
+            "WordNet for NLTK was not found (looked in NLTK's data path, "
+            f"{own}/corpora/wordnet and {', '.join(SYSTEM_WORDNET_DIRS)}); nothing is "
+            "downloaded while fitting. Install it once with 'fairaes setup' (online: "
+            "it downloads WordNet with NLTK), or offline on Debian/Ubuntu, as root: "
+            "apt-get install -y --no-install-recommends wordnet-base "
+            "wordnet-sense-index; or set NLTK_DATA to a folder holding "
+            "corpora/wordnet"
+        )
+    return _wordnet_reader_at(root)
+
+
+def _lexnames_text() -> str:
+    return "".join(
+        f"{i:02d}\t{name}\t{cat}\n" for i, (name, cat) in enumerate(_WORDNET_LEXNAMES)
+    )
+
+
 @functools.cache
 def ensure_wordnet(*, allow_download: bool = True) -> str:
-    """Make WordNet available to NLTK and return the folder NLTK reads it from.
+    """Install WordNet for NLTK and return the folder NLTK reads it from.
+
+    What ``fairaes setup`` runs; the estimators never call it (they read
+    WordNet through :func:`wordnet_reader`, which neither downloads nor
+    writes).
 
     Order of lookup:
 

@@ -97,6 +97,9 @@ def test_prompt_overlap_synonyms_hand_worked():
 def test_prompt_synonyms_match_wordnet():
     from nltk.corpus import wordnet
 
+    from sklearn_fairaes.resources import ensure_wordnet
+
+    ensure_wordnet()  # NLTK's own reader, the reference (the features read their own)
     feats = InterpretableFeatures(CAT_PROMPT, features=["prompt_overlap_synonyms"]).fit(
         ["x"]
     )

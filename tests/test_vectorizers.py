@@ -1,9 +1,10 @@
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import require_module
+from conftest import missing_resource, require_module
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
@@ -27,6 +28,68 @@ def test_letters_only_lowercase_and_lemmas():
     assert "num" in vocab and "num1" not in vocab  # digits and @ removed
     assert "light" in vocab
     assert "the" in vocab  # stop words kept
+
+
+@pytest.fixture
+def no_wordnet_setup(tmp_path, monkeypatch):
+    """An empty data folder and NLTK search path; any download attempt fails the test."""
+    import nltk
+
+    from sklearn_fairaes import resources
+    from sklearn_fairaes.text import _vectorizers
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("FAIRAES_DATA", str(empty))
+    monkeypatch.setenv("NLTK_DATA", str(empty))
+    monkeypatch.setattr(nltk.data, "path", [str(empty)])
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("fit tried to reach the network")
+
+    monkeypatch.setattr(resources, "_online", no_network)
+    monkeypatch.setattr(nltk, "download", no_network)
+    # the lemmatizer and WordNet are set up once per process: set them up here
+    caches = [_vectorizers._lemmatizer, resources.ensure_wordnet]
+    caches += [getattr(resources, "_wordnet_reader_at", resources.ensure_wordnet)]
+    for cached in caches:
+        cached.cache_clear()
+    yield empty
+    for cached in caches:
+        cached.cache_clear()
+
+
+def _files_under(folder):
+    return [p for p in folder.rglob("*")]
+
+
+def test_fit_reads_a_system_wordnet_without_writing_or_downloading(no_wordnet_setup):
+    import nltk
+
+    from sklearn_fairaes import resources
+
+    if not any((Path(d) / "index.sense").is_file() for d in resources.SYSTEM_WORDNET_DIRS):
+        missing_resource(
+            "a system WordNet (apt-get install wordnet-base wordnet-sense-index)"
+        )
+    bow = BowVectorizer(min_df=1, ngram_range=(1, 1)).fit(ESSAYS)
+    assert "car" in bow.get_feature_names_out()  # lemmatized with Debian's WordNet
+    assert _files_under(no_wordnet_setup) == []  # nothing copied or created
+    assert nltk.data.path == [str(no_wordnet_setup)]  # NLTK's search path as it was
+
+
+def test_fit_without_wordnet_says_to_run_setup(no_wordnet_setup, monkeypatch):
+    import nltk
+
+    from sklearn_fairaes import resources
+
+    monkeypatch.setattr(resources, "SYSTEM_WORDNET_DIRS", ())
+    with pytest.raises(LookupError, match=r"'fairaes setup'.*wordnet-base"):
+        TfidfEssayVectorizer(min_df=1).fit(ESSAYS)
+    assert _files_under(no_wordnet_setup) == []
+    assert nltk.data.path == [str(no_wordnet_setup)]
+    # without lemmas nothing needs WordNet
+    assert len(BowVectorizer(min_df=1, lemmatize=False).fit(ESSAYS).vocabulary_) > 0
 
 
 def test_equals_sklearn_on_preprocessed_text():

@@ -80,11 +80,9 @@ def _punctuation_count(text: str) -> int:
 
 def _wordnet_synonyms(words: Iterable[str]) -> set[str]:
     """Every WordNet lemma name of every synset of each word, lower-cased."""
-    from nltk.corpus import wordnet
+    from ..resources import wordnet_reader
 
-    from ..resources import ensure_wordnet
-
-    ensure_wordnet()
+    wordnet = wordnet_reader()  # read where it lies: no download, no writing
     out: set[str] = set()
     for word in words:
         for synset in wordnet.synsets(word):
