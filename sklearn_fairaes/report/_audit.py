@@ -80,6 +80,7 @@ def audit(
     group_col: str | None = None,
     id_col: str | None = None,
     representations: Sequence[str] | Mapping[str, Any] = ("bow", "tfidf", "sbert"),
+    letters: str = "ascii",
     models: Sequence[str] | Mapping[str, Any] | None = None,
     refit: bool | Collection[str] = True,
     cv: int = 5,
@@ -186,6 +187,13 @@ def audit(
         Unique essay ids (default: row numbers from 1).
     representations : sequence of str or dict, default=("bow", "tfidf", "sbert")
         Names from ``REPRESENTATION_NAMES`` or a dict name -> transformer.
+    letters : {"ascii", "unicode"}, default="ascii"
+        What the ``"bow"`` and ``"tfidf"`` representations made from their
+        names count as letters (the ``letters`` of
+        :class:`~sklearn_fairaes.BowVectorizer`): the paper's A-Z, or the
+        letters of every script. With ``"ascii"``, essays written mostly in
+        other letters are counted in ``meta["letters_dropped"]`` and named in
+        a note. Recorded in ``meta["letters"]``.
     models : sequence of str or dict, default=None
         The models of the audit. With ``refit=True``: baselines to train,
         names from ``MODEL_NAMES`` (and ``"reference_similarity"`` for short
@@ -319,7 +327,13 @@ def audit(
         predicting the wrong number of scores, a representation that finds
         no words, an unreachable ``grammar`` server, too many folds, ...),
         before any other computation. Rows are data rows counted from 1 (the
-        file's header is not counted).
+        file's header is not counted). Also, later, for what the user brings
+        that fails during the run: a fitted model failing on essays edited by
+        the counterfactual audit (the subclass ``ModelScoringError``, whose
+        ``model`` is its name; a few edits are scored first, before any
+        representation is fitted) and a ``grammar`` server failing on an
+        essay after two retries (naming the server and the row). A missing
+        Sentence-BERT model or LASER weights are refused before any work.
     KeyboardInterrupt
         On Ctrl-C. With ``tune_interpreter=True``, also one that lands in a
         finaliser (where Python would ignore it): called from the main thread
@@ -361,7 +375,8 @@ def audit(
 
     **Notes and warnings.** ``meta["notes"]`` records what the reader should
     know about the numbers: essays that became all-zero vectors under a
-    representation, the UserWarnings of the pair metrics (where they arose),
+    representation, or lost most of their letters to it (another script:
+    see ``letters``), the UserWarnings of the pair metrics (where they arose),
     an inferred score scale, and analyses left out of a prompt.
     ``meta["warnings"]`` lists, per prompt and representation, a
     representation under which most pair distances are 0 or one same value.
@@ -414,6 +429,7 @@ def audit(
         sbert_model=sbert_model,
         sbert_backend=sbert_backend,
         device=device,
+        letters=letters,
         cache=embedding_cache,
         tune_interpreter=bool(tune_interpreter),
     )
@@ -446,7 +462,7 @@ def audit(
     guard = interrupts_kept() if tune_interpreter else contextlib.nullcontext()
     with guard:
         try:
-            studies, empty_vectors = build_studies(plan, bar)
+            studies, vector_counts = build_studies(plan, bar)
             pause("computing")  # test-only hook: an interrupt test's instant mid-audit
             runs = {a.name: _run(a, studies, bar) for a in ORDER}
         finally:
@@ -454,7 +470,9 @@ def audit(
     tables = _stack(studies, runs)
     tables.update(_data_tables(studies))
     meta = _meta(plan, studies, runs, started, title)
-    meta["empty_vectors"] = empty_vectors
+    # essays that became empty vectors, or lost most of their letters, per
+    # representation (each named in a note)
+    meta.update(vector_counts)
     # how much encoding this run did: 0 encoded on a re-run with the cache filled
     meta["embedding_cache"] = {
         "folder": None if embedding_cache.path is None else str(embedding_cache.path),
@@ -701,6 +719,7 @@ def _meta(
         if "sbert" in plan.representations
         else None,
         "device": plan.settings.device,
+        "letters": plan.settings.letters,
         "absent_sections": absent,
         "versions": _versions(),
         "started": datetime.fromtimestamp(started, timezone.utc).isoformat(
@@ -935,8 +954,11 @@ class AuditResult:
         (renamed aside, then deleted), so ``folder`` holds either the old or the
         new complete report. A process killed between the two renames leaves the
         old report in ``.FOLDER.old-*``; the next save or ``fairaes`` run on
-        ``folder`` puts it back (see ``sklearn_fairaes.report._output``). The
-        folder and files get the user's umask. CSV cells that begin with ``=``,
+        ``folder`` puts it back, with a warning (see
+        ``sklearn_fairaes.report._output``); only folders a run of ours made are
+        ever moved or removed. A new folder and its files get the user's umask;
+        a replaced folder's permission bits, group and setgid bit are kept (a
+        private 700 folder stays private). CSV cells that begin with ``=``,
         ``+``, ``-``, ``@``, a tab or a carriage return get a leading ``'`` so that
         spreadsheets show them as text; ``results.json`` keeps the raw text.
 
@@ -951,15 +973,23 @@ class AuditResult:
         ------
         ValueError
             If ``folder`` is a file, a folder that is not a report of ours or
-            holds other files, the current or home folder, or is being written
-            by another run.
+            holds other files, the current or home folder, a mount point (save
+            into a folder inside it), or is being written by another run.
         OSError
             If a file cannot be written (e.g. the disk is full); ``folder`` is
             then unchanged.
         """
+        import warnings
+
         from ._output import claim_folder
 
-        claim = claim_folder(folder, force=True, option="folder")
+        notes: list[str] = []
+        try:
+            claim = claim_folder(folder, force=True, option="folder", on_note=notes.append)
+        finally:
+            # an interrupted run's folders restored or removed: never silently
+            for note in notes:
+                warnings.warn(f"{folder}: {note}", UserWarning, stacklevel=2)
         try:
             claim.commit(self._write_files)
         finally:
