@@ -296,8 +296,8 @@ def test_paper_ratios_language_errors_per_char():
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({}, r"prompt is None, but prompt_overlap, prompt_overlap_synonyms"),
-        ({"features": "some"}, r"features must be 'all' or a list of names"),
+        ({"features": "all"}, r"prompt is None, but prompt_overlap, prompt_overlap_synonyms"),
+        ({"features": "some"}, r"features must be 'auto', 'all' or a list of names"),
         ({"features": "word_count"}, r"pass a list: \['word_count'\]"),
         ({"features": ["word_count", "wordcount"]}, r"unknown feature\(s\) 'wordcount'"),
         ({"features": ["word_count", "word_count"]}, r"lists word_count more than once"),
@@ -361,6 +361,23 @@ def test_non_string_essays_raise_like_representations():
     feats.fit(["ok"])
     with pytest.raises(TypeError, match=r"got a single str"):
         feats.transform("one essay")
+
+
+def test_defaults_fit_without_a_prompt():
+    # sklearn's convention: the default estimator works; features="auto" is
+    # what the other parameters allow, so without a prompt no prompt feature
+    essays = [E1, E3, "The cat waited patiently for an hour.", "I waited."]
+    feats = InterpretableFeatures(pos_tagger=upper_tags).fit(essays, [1.0, 2.0, 3.0, 4.0])
+    names = [f for f in FEATURE_NAMES if f not in ("language_errors",)]
+    names = [f for f in names if not f.startswith("prompt_")]
+    assert feats.get_feature_names_out().tolist() == names
+    assert feats.transform(essays).shape == (4, 7)
+    # with a prompt, "auto" is "all" (what the audit asks for is unchanged)
+    both = [
+        InterpretableFeatures(CAT_PROMPT, features=f)._selected_features()
+        for f in ("auto", "all")
+    ]
+    assert both[0] == both[1] == [f for f in FEATURE_NAMES if f != "language_errors"]
 
 
 def test_not_fitted():

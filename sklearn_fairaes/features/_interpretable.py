@@ -377,10 +377,13 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         The task statement the essays answer. Needed by features 5, 6, 10 and
         11; when it is None, asking for any of them (``features="all"``
         included) raises a ValueError.
-    features : "all" or list of str, default="all"
+    features : "auto", "all" or list of str, default="auto"
         Which features to compute. Columns always come in the order above.
         ``"all"`` means all twelve, less ``language_errors`` when
         ``grammar=None`` and ``spelling_errors`` when ``spelling=None``.
+        ``"auto"`` means every feature the other parameters allow: ``"all"``,
+        less the four prompt features when ``prompt=None`` (so the default
+        estimator fits without a prompt: seven features, without ``grammar``).
     spelling : "pyspellchecker", object or callable, default="pyspellchecker"
         The spell checker: pyspellchecker's English word list (offline), an
         object with an ``unknown(words)`` method, or a callable
@@ -519,7 +522,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         self,
         prompt: str | None = None,
         *,
-        features: str | Sequence[str] = "all",
+        features: str | Sequence[str] = "auto",
         spelling: object = "pyspellchecker",
         grammar: str | None = None,
         pos_tagger: str | _PosTagger = "auto",
@@ -550,14 +553,14 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
     def _selected_features(self) -> list[str]:
         features = self.features
         if isinstance(features, str):
-            if features != "all":
+            if features not in ("all", "auto"):
                 hint = (
                     f"; to select one feature pass a list: [{features!r}]"
                     if features in FEATURE_NAMES
                     else ""
                 )
                 raise ValueError(
-                    f"features must be 'all' or a list of names from "
+                    f"features must be 'auto', 'all' or a list of names from "
                     f"{', '.join(sorted(FEATURE_NAMES))}; got {features!r}{hint}"
                 )
             chosen = [
@@ -565,13 +568,17 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 for f in FEATURE_NAMES
                 if not (f == "language_errors" and self.grammar is None)
                 and not (f == "spelling_errors" and self.spelling is None)
+                # "auto": what the parameters allow, so no prompt, no prompt features
+                and not (
+                    features == "auto" and self.prompt is None and f in PROMPT_FEATURES
+                )
             ]
         else:
             try:
                 asked = list(features)
             except TypeError:
                 raise TypeError(
-                    f"features must be 'all' or a list of feature names, got "
+                    f"features must be 'auto', 'all' or a list of feature names, got "
                     f"{type(features).__name__}"
                 ) from None
             if not asked:
@@ -1027,7 +1034,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         # fit(X) without y fails when the good POS n-grams are learned from y
         # (read from the parameter: tags must not raise on bad parameters)
         features = self.features
-        learns_from_y = features == "all" or (
+        learns_from_y = features in ("all", "auto") or (
             not isinstance(features, str)
             and isinstance(features, Iterable)
             and "good_pos_ngrams" in list(features)
