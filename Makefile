@@ -88,7 +88,7 @@ SKLEARN_FLOOR := $(shell sed -n 's/^ *"scikit-learn>=\([0-9.]*\)".*/\1/p' pyproj
 FLOOR_TESTS := tests/test_sklearn_range.py tests/test_contract.py tests/test_vectorizers.py \
 	tests/test_scorer.py tests/test_scorer_sklearn.py tests/test_fair_refit.py \
 	tests/test_model_selection.py tests/test_agreement_weights.py \
-	sklearn_fairaes/model_selection sklearn_fairaes/metrics/_scorer.py
+	sklearn_fairaes/model_selection sklearn_fairaes/metrics/_scorer.py sklearn_fairaes/_sklearn_adapter.py
 # (the README's MiniLM search takes ~3 min of model time and meets no more of sklearn)
 
 $(FLOOR_STAMP): pyproject.toml $(STAMP)

@@ -27,8 +27,19 @@ distances. The representation comes, in this order of preference, from
 of a Pipeline) or ``representation=``, against paraphrases routed as metadata
 (``paraphrases=``).
 
-All scorers derive from scikit-learn's scorer base class, so a multi-metric
-search calls ``predict`` once per fold for all of them.
+All scorers derive from scikit-learn's scorer base class (through
+``sklearn_fairaes._sklearn_adapter``, the package's one use of sklearn's
+private API), so a multi-metric search calls ``predict`` once per fold for all
+of them.
+
+Weights: ``"qwk"`` and ``"neg_abs_smd"`` (and functions with a
+``sample_weight`` parameter) are weighted wherever sklearn's own scorers are.
+With metadata routing off (sklearn's default), a search or
+``cross_validate`` fitted with ``sample_weight`` scores them with the test
+fold's weights, as it does ``sklearn.metrics.make_scorer(sf.qwk)``; with
+routing on, after ``scorer.set_score_request(sample_weight=True)``. The
+fairness scorers have no weighted form (sklearn warns that they do not support
+``sample_weight``).
 
 Direction: every scorer is greater-is-better, as sklearn's are. A metric that
 is better when smaller is negated and its name starts with ``neg_``:
@@ -268,7 +279,9 @@ class FairnessScorer(ScorerAdapter):
         array (the input of a ColumnTransformer): a column name, a column
         position, or a function ``X -> essays``. None: ``X`` is the essays.
     weighted : bool, default=False
-        Whether the metric takes ``sample_weight`` (routed as metadata after
+        Whether the metric takes ``sample_weight``: a search fitted with
+        ``sample_weight`` gives it to the scorer (with metadata routing off,
+        sklearn's default; with routing on, after
         ``set_score_request(sample_weight=True)``).
 
     Examples
@@ -496,9 +509,11 @@ def make_fairness_scorer(
     scorer : FairnessScorer
         Callable as ``scorer(estimator, X, y)``; ``scorer.kind`` is
         ``"agreement"`` or ``"fairness"``. To use precomputed task embeddings,
-        enable metadata routing and call ``scorer.set_score_request(embeddings=True)``;
-        the agreement scorers (and functions with a ``sample_weight``
-        parameter) take ``sample_weight`` the same way.
+        enable metadata routing and call ``scorer.set_score_request(embeddings=True)``.
+        The agreement scorers (and functions with a ``sample_weight``
+        parameter) are weighted by a search's ``sample_weight``: with routing
+        off as sklearn's scorers are, with routing on after
+        ``set_score_request(sample_weight=True)``.
 
     Raises
     ------
