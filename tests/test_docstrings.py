@@ -7,9 +7,12 @@ that they exist and that the docstrings follow numpydoc, using numpydoc's own
 validator so the rules are the ecosystem's, not ours.
 """
 
+import ast
 import importlib
 import inspect
 import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 from conftest import require_module
@@ -94,3 +97,50 @@ def test_public_docstring(qualname, obj):
                 for e in _errors(f"{qualname}.{method}", IGNORED_FOR_METHODS)
             ]
     assert not errors, f"{qualname}:\n  " + "\n  ".join(errors)
+
+
+# an example's import line: ">>> from sklearn_fairaes.x._y import a, b"
+_EXAMPLE_IMPORT = re.compile(
+    r"^\s*>>> from (sklearn_fairaes[\w.]*) import \(?([\w, ]+)\)?\s*$", re.MULTILINE
+)
+
+
+def _docstrings(tree):
+    for node in ast.walk(tree):
+        if isinstance(
+            node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                yield getattr(node, "lineno", 1), doc
+
+
+def test_examples_import_public_names_from_their_public_path():
+    # users copy the examples: a public name imported from a private module
+    # ("from sklearn_fairaes.metrics._agreement import qwk") teaches a path
+    # that may move; internal helpers that only a private module has may stay
+    public = {}
+    for module in _public_modules():
+        for name in getattr(module, "__all__", ()):
+            public.setdefault(id(getattr(module, name)), f"{module.__name__}.{name}")
+    root = Path(sklearn_fairaes.__file__).parent
+    found, wrong = 0, []
+    for path in sorted(root.rglob("*.py")):
+        for line, doc in _docstrings(ast.parse(path.read_text(encoding="utf-8"))):
+            for module_name, names in _EXAMPLE_IMPORT.findall(doc):
+                if not any(p.startswith("_") for p in module_name.split(".")):
+                    continue
+                module = importlib.import_module(module_name)
+                for name in filter(None, (n.strip() for n in names.split(","))):
+                    found += 1
+                    obj = getattr(module, name)
+                    if id(obj) in public:
+                        where = (
+                            f"{path.relative_to(root.parent)} (docstring at line {line})"
+                        )
+                        wrong.append(
+                            f"{where}: from {module_name} import {name}; use "
+                            f"{public[id(obj)].rpartition('.')[0]}"
+                        )
+    assert found > 0  # the scan sees the examples' imports
+    assert not wrong, "\n".join(wrong)

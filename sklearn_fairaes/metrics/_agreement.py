@@ -424,7 +424,7 @@ def qwk(
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._agreement import qwk
+    >>> from sklearn_fairaes.metrics import qwk
     >>> y_true = [1, 2, 3, 4, 4]
     >>> round(qwk(y_true, [1, 2, 4, 4, 3]), 4)
     0.8529
@@ -484,7 +484,7 @@ def mean_qwk(kappas: ArrayLike, weights: ArrayLike | None = None) -> float:
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._agreement import mean_qwk
+    >>> from sklearn_fairaes.metrics import mean_qwk
     >>> round(mean_qwk([0.7, 0.8]), 4)
     0.7543
     >>> round(mean_qwk([0.7, 0.8], weights=[1, 0]), 4)
@@ -559,7 +559,7 @@ def qwk_degradation(
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._agreement import qwk_degradation
+    >>> from sklearn_fairaes.metrics import qwk_degradation
     >>> r1, r2 = [1, 2, 3, 4, 2, 3], [1, 3, 3, 4, 2, 2]
     >>> resolved = [2, 5, 6, 8, 4, 5]
     >>> round(qwk_degradation(resolved, [3, 5, 6, 7, 4, 6], rater1=r1, rater2=r2), 4)
@@ -631,7 +631,7 @@ def agreement_rate(
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._agreement import agreement_rate
+    >>> from sklearn_fairaes.metrics import agreement_rate
     >>> agreement_rate([1, 2, 3, 4], [1.2, 2.6, 3.4, 1.0])
     0.5
     >>> agreement_rate([1, 2, 3, 4], [1.2, 2.6, 3.4, 1.0], tolerance=1)
@@ -757,7 +757,7 @@ def standardized_mean_difference(
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._agreement import standardized_mean_difference
+    >>> from sklearn_fairaes.metrics import standardized_mean_difference
     >>> y, pred = [1, 2, 3, 4], [1.5, 2.5, 3.5, 4.5]
     >>> round(standardized_mean_difference(y, pred), 4)
     0.3873
@@ -880,7 +880,7 @@ def difference_of_standardized_means(
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._agreement import difference_of_standardized_means
+    >>> from sklearn_fairaes.metrics import difference_of_standardized_means
     >>> round(difference_of_standardized_means(
     ...     [3, 4, 5], [4, 4, 6],
     ...     population_y_true_observed_mn=3.0, population_y_true_observed_sd=1.0,
@@ -1033,7 +1033,7 @@ def agreement_report(
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._agreement import agreement_report
+    >>> from sklearn_fairaes.metrics import agreement_report
     >>> y = [1, 2, 3, 4, 2, 3]
     >>> report = agreement_report(y, {"a": [1.2, 2.1, 3.4, 3.8, 2.2, 2.6],
     ...                               "b": [2.0, 2.0, 2.9, 3.1, 2.5, 2.5]})

@@ -172,7 +172,7 @@ def weighted_rmse(
 
     Examples
     --------
-    >>> from sklearn_fairaes.metrics._grading import weighted_rmse
+    >>> from sklearn_fairaes.metrics import weighted_rmse
     >>> y_true = [0.0, 1.0, 1.0, 1.0]
     >>> y_pred = [0.5, 1.0, 1.0, 1.0]
 

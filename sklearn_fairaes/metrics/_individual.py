@@ -732,7 +732,7 @@ def lipschitz_fraction(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._individual import lipschitz_fraction
+    >>> from sklearn_fairaes.metrics import lipschitz_fraction
     >>> X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 1.0]])
     >>> # The near-duplicate pairs agree. The four other pairs differ by the
     >>> # largest score gap, which min-max maps to 1: only the farthest pair,
@@ -852,7 +852,7 @@ class ScoreDistanceCurve(TableResult):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._individual import score_distance_curve
+    >>> from sklearn_fairaes.metrics import score_distance_curve
     >>> X = np.random.RandomState(0).normal(size=(10, 3))
     >>> curve = score_distance_curve(X, np.arange(10.0), n_bins=3)
     >>> curve.n_pairs, curve.method
@@ -1091,7 +1091,7 @@ def score_distance_curve(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._individual import score_distance_curve
+    >>> from sklearn_fairaes.metrics import score_distance_curve
     >>> rng = np.random.RandomState(0)
     >>> X = rng.normal(size=(40, 8))
     >>> y = X[:, 0] * 3 + 10
@@ -1171,7 +1171,7 @@ class ExtremePairs(TableResult):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._individual import extreme_pairs
+    >>> from sklearn_fairaes.metrics import extreme_pairs
     >>> pairs = extreme_pairs(np.array([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0]]), k=2)
     >>> pairs.nearest.j.tolist(), pairs.farthest.j.tolist()
     ([1, 2], [2, 2])
@@ -1239,7 +1239,7 @@ def extreme_pairs(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._individual import extreme_pairs
+    >>> from sklearn_fairaes.metrics import extreme_pairs
     >>> X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [-1.0, 0.2]])
     >>> pairs = extreme_pairs(X)
     >>> int(pairs.nearest.i[0]), int(pairs.nearest.j[0])
@@ -1276,7 +1276,7 @@ class FeatureDifferenceProfile(TableResult):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._individual import feature_difference_profile
+    >>> from sklearn_fairaes.metrics import feature_difference_profile
     >>> X = np.random.RandomState(0).normal(size=(10, 3))
     >>> profile = feature_difference_profile(X, X[:, :1], n_pairs=5)
     >>> profile.group.tolist(), profile.mean_abs_diff.shape
@@ -1375,7 +1375,7 @@ def feature_difference_profile(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._individual import feature_difference_profile
+    >>> from sklearn_fairaes.metrics import feature_difference_profile
     >>> rng = np.random.RandomState(0)
     >>> X = rng.normal(size=(30, 5))
     >>> F = np.c_[X[:, 0], rng.normal(size=30)]

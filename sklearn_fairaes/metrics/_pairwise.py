@@ -2305,7 +2305,7 @@ def condensed_distances(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._pairwise import condensed_distances
+    >>> from sklearn_fairaes.metrics import condensed_distances
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0], [0.0, 0.0]])
     >>> condensed_distances(X).round(4)
     array([1.    , 0.2929, 1.    , 0.2929, 1.    , 1.    ])

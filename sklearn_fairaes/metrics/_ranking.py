@@ -131,7 +131,7 @@ def paraphrase_ndcg(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_fairaes.metrics._ranking import paraphrase_ndcg
+    >>> from sklearn_fairaes.metrics import paraphrase_ndcg
     >>> rng = np.random.RandomState(0)
     >>> X = rng.normal(size=(50, 16))
     >>> paraphrase_ndcg(X, X)

@@ -71,7 +71,7 @@ def split_sentences(text: str) -> list[str]:
 
     Examples
     --------
-    >>> from sklearn_fairaes.text._laser import split_sentences
+    >>> from sklearn_fairaes.text import split_sentences
     >>> split_sentences("Dr. Smith came in. he sat down!  Then he left...")
     ['Dr. Smith came in.', 'he sat down!', 'Then he left...']
     >>> split_sentences("   ")
@@ -159,7 +159,7 @@ def load_laser(
 
     Examples
     --------
-    >>> from sklearn_fairaes.text._laser import load_laser
+    >>> from sklearn_fairaes.text import load_laser
     >>> laser = load_laser("/folder/with/laser/files")  # doctest: +SKIP
     >>> laser.embed_sentences(["A sentence."], lang="en").shape  # doctest: +SKIP
     (1, 1024)
