@@ -683,6 +683,7 @@ def _run_audit(
         id_col=args.id_col,
         # an empty option gives no names, which audit() refuses with a message
         representations=_split(args.representations) or [],
+        letters=args.letters,
         **options,
         cv=args.cv,
         paraphrases=paraphrases,
@@ -977,6 +978,14 @@ def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> Non
         "--representations",
         default="bow,tfidf,sbert",
         help="comma-separated: bow, tfidf, sbert, laser (default: %(default)s)",
+    )
+    p.add_argument(
+        "--letters",
+        default="ascii",
+        choices=("ascii", "unicode"),
+        help="what bow and tfidf count as letters: ascii (the paper's A-Z; an essay in "
+        "another script keeps only its A-Z words, which the report notes) or unicode "
+        "(the letters of every script); default: %(default)s",
     )
     which = (
         "ridge, random_forest, gradient_boosting (short answers also "

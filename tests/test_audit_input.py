@@ -502,3 +502,85 @@ def test_inferred_scale_is_recorded(odd_result, tmp_path):
     assert any("Score scale 1 to 4 inferred" in n for n in odd_result.meta["notes"])
     html = odd_result.to_html()
     assert "1 to 4, inferred from the human scores" in html
+
+
+# -- essays in a script the vocabulary representations do not keep -------------
+
+GREEK = (
+    "Η υπομονή είναι αρετή και περίμενα πολύ καιρό στην ουρά για το φαγητό μου",
+    "Ο φίλος μου ήταν πολύ υπομονετικός όταν του έμαθα να κολυμπάει στη θάλασσα",
+)
+
+
+@pytest.fixture(scope="module")
+def greek_corpus():
+    """Six essays in Greek, each with one English word: 'patience'."""
+    frame = corpus()
+    for k in range(6):
+        frame.loc[k, "essay"] = f"{GREEK[k % 2]} (patience) {GREEK[(k + 1) % 2][: 20 + k]}"
+    return frame
+
+
+def greek_audit(frame, **options):
+    return sf.audit(
+        frame,
+        text_col="essay",
+        score_col="score",
+        representations=["tfidf"],
+        models=["ridge"],
+        cv=2,
+        paraphrases="essay",
+        **options,
+    )
+
+
+def test_essays_mostly_in_another_script_are_noted(greek_corpus):
+    """Each became the vector of 'patience' alone, with no note: no vector was empty."""
+    essays = greek_corpus["essay"].tolist()
+    X = sf.TfidfEssayVectorizer().fit_transform(essays).toarray()
+    assert (X[:6] == X[0]).all() and X[0].any()  # the premise: one same vector
+    result = greek_audit(greek_corpus)
+    assert result.meta["empty_vectors"] == {"tfidf": 0}
+    assert result.meta["letters_dropped"] == {"tfidf": 6}
+    assert result.meta["letters"] == "ascii"
+    (note,) = [n for n in result.meta["notes"] if "letters" in n]
+    assert note.startswith(
+        "tfidf: 6 essay(s) are written mostly in letters that the representation does "
+        "not keep (ids '1', '2', '3', '4', '5', '6';"
+    )
+    assert note.endswith(
+        'letters="unicode" (--letters unicode) keeps the letters of every script.'
+    )
+    html = result.to_html()
+    assert "6 essay(s) are written mostly in letters" in html
+    assert "A-Z only, as in the paper" in html
+
+
+def test_letters_unicode_keeps_the_other_script(greek_corpus):
+    result = greek_audit(greek_corpus, letters="unicode")
+    assert result.meta["letters_dropped"] == {"tfidf": 0}
+    assert result.meta["letters"] == "unicode"
+    assert not [n for n in result.meta["notes"] if "letters" in n]
+    with pytest.raises(AuditInputError, match=r"letters must be one of 'ascii', 'unicode'"):
+        greek_audit(greek_corpus, letters="latin")
+
+
+def test_cli_letters_option_reaches_the_audit(tmp_path, capsys, monkeypatch):
+    from sklearn_fairaes import report
+
+    seen = {}
+
+    def audit(data, **options):
+        seen.update(options)
+        raise AuditInputError("stop here (test)")
+
+    monkeypatch.setattr(report, "audit", audit)
+    path = write_tsv(tmp_path, corpus())
+    code, err, out = cli(tmp_path, capsys, path, "--letters", "unicode")
+    assert_refused(code, err, out, "stop here (test)")
+    assert seen["letters"] == "unicode"
+    code, err, out = cli(tmp_path, capsys, path)
+    assert seen["letters"] == "ascii"
+    with pytest.raises(SystemExit, match="2"):
+        cli(tmp_path, capsys, path, "--letters", "latin")
+    assert "invalid choice: 'latin'" in capsys.readouterr().err

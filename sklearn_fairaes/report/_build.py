@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from pandas import DataFrame, Series
 
 REPRESENTATION_NAMES = ("bow", "tfidf", "sbert", "laser")
+# What bow and tfidf count as letters (their ``letters`` parameter).
+LETTERS = ("ascii", "unicode")
 MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
 # The trained baseline of short answers (its scores come from the reference
 # answers, not from a representation's vectors).
@@ -94,6 +96,7 @@ def make_representation(
     cache: Any = None,
     sbert_backend: str = "torch",
     device: str | None = None,
+    letters: str = "ascii",
 ) -> Any:
     """The unfitted transformer of a representation name.
 
@@ -102,6 +105,8 @@ def make_representation(
     None keeps their default (no cache).
     ``sbert_backend`` is the ``backend`` of the Sentence-BERT encoder and
     ``device`` the torch device of both neural encoders (Sentence-BERT, LASER).
+    ``letters`` is what the vocabulary representations (bow, tfidf) count as
+    letters: ``"ascii"`` (the paper's A-Z) or ``"unicode"`` (every script).
     """
     from .. import text
 
@@ -109,9 +114,9 @@ def make_representation(
     if cache is not None:
         neural["cache"] = cache
     if name == "bow":
-        return text.BowVectorizer()
+        return text.BowVectorizer(letters=letters)
     if name == "tfidf":
-        return text.TfidfEssayVectorizer()
+        return text.TfidfEssayVectorizer(letters=letters)
     if name == "sbert":
         return text.SentenceBertEncoder(sbert_model, backend=sbert_backend, **neural)
     if name == "laser":
@@ -581,6 +586,11 @@ def plan_audit(
         references = _references(data, reference_col, reference_sep, prompt_ids, where)
     elif reference_sep is not None:
         raise AuditInputError("reference_sep needs reference_col (the reference answers)")
+    if settings.letters not in LETTERS:
+        raise AuditInputError(
+            f"letters must be one of {', '.join(map(repr, LETTERS))}, got "
+            f"{short(settings.letters)}"
+        )
     reps = named(
         representations,
         make_representation,
@@ -589,6 +599,7 @@ def plan_audit(
         cache=settings.cache,
         sbert_backend=settings.sbert_backend,
         device=settings.device,
+        letters=settings.letters,
     )
     given, given_columns = _given(data, systems, len(essays), scales, where)
     trained, fitted = _models(models, refit, bool(given), settings, short_answer)
@@ -1483,6 +1494,65 @@ def fit_representations(
     return {r: fitted[r] for r in reps}
 
 
+#: A letter of any script (``\w`` without digits and the underscore).
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _vector_notes(
+    rname: str, space: PairSpace, study: Study
+) -> dict[str, tuple[int, str | None]]:
+    """What the reader should know about the essays' vectors under ``rname``.
+
+    For each kind of problem (``"empty_vectors"``, ``"letters_dropped"``): how
+    many essays of the study have it, and the note saying so (None: none).
+    """
+    return {
+        "empty_vectors": _empty_vector_note(rname, space.X, study.ids),
+        "letters_dropped": _letters_dropped_note(
+            rname, space.transformer, study.essays, study.ids
+        ),
+    }
+
+
+def _letters_dropped_note(
+    rname: str, rep: Any, essays: Sequence[str], ids: NDArray[Any]
+) -> tuple[int, str | None]:
+    """How many essays lose most of their letters to ``rname``'s text preparation.
+
+    The paper's vectorizers keep the letters A-Z only (``letters="ascii"``): an
+    essay in Greek with one English word becomes that word's vector, at
+    distance 0 from every other such essay, which no empty-vector note
+    reveals. An essay is counted when its preprocessor (lower case, letters
+    only) keeps fewer than half of its letters.
+    """
+    build = getattr(rep, "build_preprocessor", None)
+    if build is None:  # an encoder: it reads the text whole
+        return 0, None
+    preprocess = build()
+    dropped = np.zeros(len(essays), dtype=bool)
+    for i, text in enumerate(essays):
+        if text.isascii():  # every letter is one of A-Z
+            continue
+        n_letters = len(_LETTER.findall(text))
+        kept = len(_LETTER.findall(preprocess(text)))
+        dropped[i] = n_letters > 0 and kept < n_letters / 2
+    k = int(dropped.sum())
+    if not k:
+        return 0, None
+    shown = ", ".join(short(str(i), 20) for i in ids[dropped][:10])
+    fix = (
+        'letters="unicode" (--letters unicode) keeps the letters of every script.'
+        if hasattr(rep, "letters")
+        else "A representation that keeps their letters would (e.g. sbert)."
+    )
+    return k, (
+        f"{rname}: {k} essay(s) are written mostly in letters that the representation "
+        f"does not keep (ids {shown}{', ...' if k > 10 else ''}; e.g. another script "
+        f"than A-Z); each is represented by its few remaining words, or as an empty "
+        f"vector, so its distances say little about what it says. {fix}"
+    )
+
+
 def _empty_vector_note(rname: str, X: Any, ids: NDArray[Any]) -> tuple[int, str | None]:
     """How many essays are all-zero vectors under ``rname``, and the note saying so."""
     if hasattr(X, "getnnz"):
@@ -1545,10 +1615,15 @@ def pair_space(rname: str, rep: Any, X: Any, settings: Settings) -> PairSpace:
     return PairSpace(rname, rep, X, X, "cosine", sample_distances(X, i, j), (i, j))
 
 
-def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, int]]:
-    """One study per prompt, and how many essays became empty vectors per representation.
+def build_studies(
+    plan: Plan, bar: Progress
+) -> tuple[list[Study], dict[str, dict[str, int]]]:
+    """One study per prompt, and the counts of ``_vector_notes`` per representation.
 
-    See the module docstring for the order of the work.
+    The counts are ``{"empty_vectors": {rname: k}, "letters_dropped": {rname: k}}``
+    over all prompts: essays that became all-zero vectors, and essays most of
+    whose letters the representation does not keep. See the module docstring
+    for the order of the work.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -1604,21 +1679,26 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, int
                 before_encoders=start_paraphrases,
             )
         start_paraphrases()  # no encoder among the representations
-        empty: dict[str, int] = dict.fromkeys(plan.representations, 0)
+        counts = {
+            kind: dict.fromkeys(plan.representations, 0)
+            for kind in ("empty_vectors", "letters_dropped")
+        }
         studies = []
         for p in plan.prompts:
             study = _study(plan, p, fitted_scores, represented[p], bar, paraphrased.get(p))
+            first: list[str] = []
             for rname, space in study.spaces.items():
-                k, note = _empty_vector_note(rname, space.X, study.ids)
-                empty[rname] += k
-                if note is not None:
-                    study.notes.insert(0, note)
+                for kind, (k, note) in _vector_notes(rname, space, study).items():
+                    counts[kind][rname] += k
+                    if note is not None:
+                        first.append(note)
+            study.notes[:0] = first
             studies.append(study)
     finally:
         # an error (or Ctrl-C) stops the paraphrases not yet started
         pool.shutdown(wait=True, cancel_futures=True)
         switch.restore()
-    return studies, empty
+    return studies, counts
 
 
 #: The GIL switch interval while the paraphrases run beside the encoders (s).

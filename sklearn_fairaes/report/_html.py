@@ -539,6 +539,12 @@ def _warnings(
 # --------------------------------------------------------------------------- overview
 
 
+_LETTERS_LABELS = {
+    "ascii": "A-Z only, as in the paper (letters=\"ascii\")",
+    "unicode": "every script's letters (letters=\"unicode\")",
+}
+
+
 def _settings_lines(settings: Mapping[str, Any] | None) -> list[str]:
     rows = []
     for model, value in (settings or {}).items():
@@ -594,6 +600,12 @@ def _overview(
         ("Group column", Cell(str(meta.get("group_col") or "none given"))),
         ("Prompt given", Cell("yes" if meta.get("prompt_given") else "no")),
         ("Text representations", listing([representation_label(r) for r in reps])),
+        (
+            "Letters of BOW and TF-IDF",
+            Cell(_LETTERS_LABELS.get(str(meta["letters"]), str(meta["letters"])))
+            if meta.get("letters") and {"bow", "tfidf"} & set(reps)
+            else Cell("not used"),
+        ),
         ("Scoring systems", listing([model_label(m) for m in systems])),
         ("Model settings", _settings_lines(meta.get("model_settings")) or _NA),
         ("Cross-validation folds", _num(meta.get("cv"))),

@@ -89,6 +89,8 @@ class Settings:
     # the audit makes (None: each library's default)
     sbert_backend: str = "torch"
     device: str | None = None
+    # what the bow and tfidf representations count as letters: "ascii", "unicode"
+    letters: str = "ascii"
     n_review: int = 20
     n_neighbors: int = 5
     # the EmbeddingCache every encoder the audit makes uses (text._cache.open_cache);
