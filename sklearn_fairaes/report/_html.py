@@ -540,8 +540,8 @@ def _warnings(
 
 
 _LETTERS_LABELS = {
-    "ascii": "A-Z only, as in the paper (letters=\"ascii\")",
-    "unicode": "every script's letters (letters=\"unicode\")",
+    "ascii": 'A-Z only, as in the paper (letters="ascii")',
+    "unicode": 'the letters of every script (letters="unicode")',
 }
 
 
