@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 import warnings
@@ -727,15 +728,47 @@ def _claim_output(args: argparse.Namespace, inputs: Sequence[str | None]) -> Rep
     """Check and lock ``--out`` before any computation (see ``report._output``)."""
     from .report._output import OutputError, claim_folder
 
+    _check_cache_outside_out(args)
+
+    def note(message: str) -> None:
+        # even under --quiet: it tells of folders restored or removed beside --out
+        print(f"fairaes: {message}", file=sys.stderr)
+
     try:
         claim = claim_folder(
-            args.out, force=args.force, inputs=[p for p in inputs if p], option="--out"
+            args.out,
+            force=args.force,
+            inputs=[p for p in inputs if p],
+            option="--out",
+            on_note=note,
         )
     except OutputError as exc:
         raise BadInput(str(exc)) from None
-    for note in claim.notes:
-        _log(args, note)
     return claim
+
+
+def _check_cache_outside_out(args: argparse.Namespace) -> None:
+    """Refuse an embedding cache inside ``--out``: the swap would drop or block it."""
+    if args.no_cache:
+        return
+    from .text._cache import default_cache_dir
+
+    if args.cache is not None:
+        cache, how = Path(args.cache).expanduser(), f"--cache {args.cache}"
+    else:
+        cache = default_cache_dir()
+        how = f"the default cache {cache}"
+        if os.environ.get("SKLEARN_FAIRAES_CACHE"):
+            how = f"$SKLEARN_FAIRAES_CACHE={os.environ['SKLEARN_FAIRAES_CACHE']}"
+    real_cache = Path(os.path.realpath(cache))
+    real_out = Path(os.path.realpath(args.out))
+    if real_cache == real_out or real_out in real_cache.parents:
+        raise BadInput(
+            f"the embedding cache ({how}) is inside --out {args.out}, which the report "
+            "replaces as a whole: the cache would be lost or block the next --force; "
+            f"give a cache folder outside it (e.g. --cache "
+            f"{Path(args.out).parent / 'fairaes-cache'}) or pass --no-cache"
+        )
 
 
 def _write_output(
@@ -750,9 +783,14 @@ def _write_output(
         raise BadInput(str(exc)) from None
     except OSError as exc:  # disk full, quota, permissions changed during the run
         where = f" ({exc.filename})" if exc.filename else ""
+        fix = "choose another --out"
+        if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            fix = "free some space or " + fix
+        elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            fix = "fix the permissions or " + fix
         raise BadInput(
             f"cannot write the report to {args.out}: {exc.strerror or exc}{where}; "
-            "free some space or choose another --out (nothing at --out was changed)"
+            f"{fix} (nothing at --out was changed)"
         ) from None
 
 

@@ -19,6 +19,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import missing_resource
 
 import sklearn_fairaes as sf
 import sklearn_fairaes.report as report_pkg
@@ -38,6 +40,7 @@ from sklearn_fairaes.report._output import MARKER, claim_folder
 pytestmark = pytest.mark.filterwarnings("ignore:Glyph:UserWarning")
 
 FORMULA_CHARS = ["=", "+", "-", "@", "\t", "\r"]
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 FAST = ["--representations", "bow", "--models", "ridge", "--cv", "2"]
 
 
@@ -388,26 +391,330 @@ def test_interrupt_between_the_two_renames_puts_the_old_report_back(
     assert _leftovers(tmp_path, "out") == []
 
 
-def test_next_run_recovers_a_dead_runs_swap(tmp_path, earlier, formula_result):
-    # what a SIGKILL between the two renames leaves: no out, the old report
-    # aside, the new one partial, the lock file naming both
-    out, before = earlier
-    old, partial = tmp_path / ".out.old-1-aa", tmp_path / ".out.partial-1-aa"
-    out.rename(old)
-    partial.mkdir()
-    (partial / "results.json").write_text("{")
-    (tmp_path / ".out.lock").write_text(
-        json.dumps({"pid": 1, "partial": partial.name, "old": old.name})
+# a run of ours on argv[1] that a test kills at a pause point (SIGKILL: no
+# clean-up at all), to see what the next run does with what it left
+KILLED_RUN = """
+import sys
+from sklearn_fairaes.report._output import claim_folder, pause
+
+def write(folder):
+    (folder / "report.html").write_text("the killed run's page")
+    pause("between-files")
+    return ["report.html"]
+
+claim_folder(sys.argv[1], force=True).commit(write)
+"""
+
+
+def _killed_run(out: Path, point: str, reached) -> None:
+    """Run :data:`KILLED_RUN` on ``out``, kill it once ``reached()``."""
+    env = {k: v for k, v in os.environ.items() if k != _output._PAUSE_ENV}
+    env[_output._PAUSE_ENV] = f"{point}=60"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_RUN, str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    stranger = tmp_path / ".out.partial-not-ours"  # no marker, not named: kept
+    _wait_for(reached, proc, timeout=60)
+    proc.kill()
+    _communicate(proc, 60)
+
+
+def _users_copy(report: Path, name: str) -> Path:
+    """The user's own copy of a report (marker included) plus a file of theirs."""
+    copy = report.parent / name
+    shutil.copytree(report, copy)
+    (copy / "NOTES.txt").write_text("my annotations")
+    return copy
+
+
+def test_next_run_recovers_a_dead_runs_swap(tmp_path, capsys, earlier):
+    # a run killed between the two renames: no out, the old report aside, the
+    # new one partial; the next run (here refused: no --force) puts the old
+    # report back, removes the partial one and says so, even under --quiet
+    out, before = earlier
+    _, data = _project(tmp_path)
+    _killed_run(out, "between-renames", lambda: not out.exists())
+    killed = _leftovers(tmp_path, "out")
+    assert len(killed) == 3  # lock, old, partial
+    backup = _users_copy(tmp_path / killed[1], ".out.old-backup")
+    stranger = tmp_path / ".out.partial-not-ours"  # no marker, not named
     stranger.mkdir()
     (stranger / "keep.txt").write_text("precious")
-    claim = claim_folder(out, force=True, option="folder")
-    claim.release()
+    mine = {p: _tree_hash(p) for p in (backup, stranger)}
+    code = main(_audit_args(data, out))
+    err = capsys.readouterr().err
+    assert code == 2 and "already exists; pass --force" in err
+    assert f"fairaes: restored the earlier report {out} from {killed[1]}" in err
+    assert f"fairaes: removed {killed[2]}, the unfinished report" in err
     assert _tree_hash(out) == before
-    assert any("restored the earlier report" in n for n in claim.notes)
-    assert _leftovers(tmp_path, "out") == [stranger.name]
-    assert (stranger / "keep.txt").read_text() == "precious"
+    assert _leftovers(tmp_path, "out") == sorted([backup.name, stranger.name])
+    assert {p: _tree_hash(p) for p in mine} == mine
+
+
+@pytest.mark.parametrize("out_exists", [True, False])
+def test_a_users_folders_named_like_ours_are_never_moved_or_removed(
+    tmp_path, capsys, earlier, precomputed, out_exists
+):
+    # the reproducer: `cp -a rep .rep.old-backup` (marker included) was deleted
+    # by the next run on rep, even one refused with exit 2; with rep missing, it
+    # was renamed to rep
+    report, _ = earlier
+    _, data = _project(tmp_path)
+    out = report if out_exists else tmp_path / "rep9"
+    folders = [
+        _users_copy(report, f".{out.name}.old-backup"),
+        _users_copy(report, f".{out.name}.partial-mine"),
+    ]
+    # a lock file of an earlier run that ended normally is removed; one that a
+    # dead run left names its own folders only
+    (tmp_path / f".{out.name}.lock").write_text(json.dumps({"pid": 1}))
+    mine = {p: _tree_hash(p) for p in folders}
+    code = main(_audit_args(data, out))
+    err = capsys.readouterr().err
+    assert code == (2 if out_exists else 0), err
+    assert {p: _tree_hash(p) for p in mine} == mine
+    assert "NOTES.txt" not in _tree_hash(out)  # a new report, not the user's copy
+    assert sorted(_leftovers(tmp_path, out.name)) == sorted(p.name for p in folders)
+    assert "removed" not in err and "restored" not in err
+
+
+def test_a_copy_in_place_of_a_dead_runs_folder_is_left_alone_with_a_note(tmp_path, earlier):
+    # the lock names the folder; a folder of that name that is not the one the
+    # dead run made (the user moved it away and put a copy there) is kept
+    out, before = earlier
+    _killed_run(out, "between-renames", lambda: not out.exists())
+    old = tmp_path / _leftovers(tmp_path, "out")[1]
+    old.rename(tmp_path / "moved")
+    shutil.copytree(tmp_path / "moved", old)
+    notes = []
+    claim = claim_folder(out, force=True, option="folder", on_note=notes.append)
+    claim.release()
+    assert _tree_hash(old) == before and not out.exists()
+    assert any(n.startswith(f"left {old.name} alone: it is not the report") for n in notes)
+    assert any("removed .out.partial-" in n for n in notes)
+
+
+def test_save_warns_when_it_restores_an_interrupted_runs_report(
+    tmp_path, earlier, formula_result
+):
+    out, _ = earlier
+    _killed_run(out, "between-renames", lambda: not out.exists())
+    with pytest.warns(UserWarning) as caught:
+        formula_result.save(out)
+    notes = [str(w.message) for w in caught]
+    assert len(notes) == 2
+    assert notes[0].startswith(f"{out}: removed .out.partial-")
+    assert notes[1].startswith(f"{out}: restored the earlier report {out} from .out.old-")
+    assert (out / MARKER).exists() and _leftovers(tmp_path, "out") == []
+
+
+@pytest.mark.parametrize("kind", ["symlink", "dangling_symlink", "hard_link", "fifo"])
+def test_the_lock_file_is_never_written_through_a_link(tmp_path, capsys, no_compute, kind):
+    # the reproducer: a symlink planted at .R.lock made the run truncate and
+    # overwrite the file it points to
+    _, data = _project(tmp_path)
+    important = tmp_path / "important.txt"
+    important.write_text("VERY IMPORTANT USER DATA")
+    lock = tmp_path / ".out.lock"
+    if kind == "symlink":
+        lock.symlink_to(important)
+        match = "is a symbolic link"
+    elif kind == "dangling_symlink":
+        important.unlink()
+        lock.symlink_to(important)
+        match = "is a symbolic link"
+    elif kind == "hard_link":
+        os.link(important, lock)
+        match = "is a hard link to another file"
+    else:
+        os.mkfifo(lock)
+        match = "is not a regular file"
+    code = main(_audit_args(data, tmp_path / "out"))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"the lock file {lock} {match}" in err and f"remove {lock}" in err
+    if kind == "dangling_symlink":
+        assert not important.exists()  # not created through the link
+    else:
+        assert important.read_text() == "VERY IMPORTANT USER DATA"
+    assert os.path.lexists(lock) and not (tmp_path / "out").exists()
+
+
+def _other_group() -> int:
+    """A group other than the process's, which it may give a folder."""
+    if IS_ROOT:
+        return next(g for g in range(1, 65536) if g != os.getegid())
+    for gid in os.getgroups():
+        if gid != os.getegid():
+            return gid
+    missing_resource("a second group of the user, or root (chgrp to another group)")
+
+
+@pytest.mark.parametrize("case", ["empty_700", "empty_2770_group", "report_700"])
+def test_a_replaced_folder_keeps_its_mode_and_group(
+    tmp_path, capsys, monkeypatch, earlier, precomputed, page, case
+):
+    # the reproducer: --out private/ (700, or 2770 of a team group) became a
+    # 755 folder of the user's group: the essays readable by everyone
+    report, _ = earlier
+    _, data = _project(tmp_path)
+    args = []
+    if case == "report_700":
+        out, mode, gid = report, 0o700, report.stat().st_gid
+        args = ["--force"]
+    else:
+        out = tmp_path / "private"
+        out.mkdir()
+        mode, gid = 0o700, out.stat().st_gid
+        if case == "empty_2770_group":
+            mode, gid = 0o2770, _other_group()
+            os.chown(out, -1, gid)
+    out.chmod(mode)
+    seen = []
+
+    def to_html(self, path=None):
+        # the folder's mode and group at the time the essays are written
+        st = Path(path).parent.stat()
+        seen.append((st.st_mode & 0o7777, st.st_gid))
+        Path(path).write_text(page, encoding="utf-8")
+
+    monkeypatch.setattr(sf.AuditResult, "to_html", to_html)
+    umask = os.umask(0o022)
+    try:
+        code = main(_audit_args(data, out, *args))
+    finally:
+        os.umask(umask)
+    assert code == 0, capsys.readouterr().err
+    st = out.stat()
+    assert (st.st_mode & 0o7777, st.st_gid) == (mode, gid)
+    assert seen == [(mode | 0o700, gid)]
+    assert (out / "report.html").stat().st_gid == gid  # the setgid bit's doing
+    assert _leftovers(tmp_path, out.name) == []
+
+
+def test_save_over_a_private_report_keeps_it_private(tmp_path, earlier, formula_result):
+    out, _ = earlier
+    out.chmod(0o700)
+    old = os.umask(0o022)
+    try:
+        formula_result.save(out)
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o7777 == 0o700
+
+
+def test_a_group_folder_the_user_cannot_give_its_group_is_refused(
+    tmp_path, capsys, monkeypatch, no_compute
+):
+    # a non-root user outside the folder's group could not give the new folder
+    # that group: refused before any work, not a report of another group
+    _, data = _project(tmp_path)
+    out = tmp_path / "team"
+    out.mkdir()
+    out.chmod(0o2770)
+    gid = out.stat().st_gid
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)
+    monkeypatch.setattr(os, "getegid", lambda: gid + 1)
+    monkeypatch.setattr(os, "getgroups", lambda: [gid + 1])
+    code = main(_audit_args(data, out))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{out} belongs to the group" in err and "which you are not a member of" in err
+    assert out.stat().st_mode & 0o7777 == 0o2770
+
+
+@pytest.mark.parametrize("how", ["option", "option_is_out", "env", "force_over_report"])
+def test_a_cache_inside_out_is_refused_before_any_work(
+    tmp_path, capsys, monkeypatch, earlier, no_compute, how
+):
+    # the reproducer: --cache out/emb ran the whole audit, then exit 2; over a
+    # report with --force the cache was left inside it, blocking every --force
+    report, before = earlier
+    _, data = _project(tmp_path)
+    out = tmp_path / "fresh"
+    args = []
+    if how == "option":
+        args = ["--cache", str(out / "emb")]
+    elif how == "option_is_out":
+        args = ["--cache", str(out)]
+    elif how == "env":
+        monkeypatch.setenv("SKLEARN_FAIRAES_CACHE", str(out / "emb"))
+    else:
+        out = report
+        args = ["--cache", str(out / "emb"), "--force"]
+    code = main(_audit_args(data, out, *args))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"is inside --out {out}" in err and "--no-cache" in err
+    if how == "env":
+        assert "$SKLEARN_FAIRAES_CACHE=" in err
+    assert _tree_hash(report) == before
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_out_on_a_mount_point_is_refused_before_any_work(
+    tmp_path, capsys, monkeypatch, no_compute
+):
+    _, data = _project(tmp_path)
+    out = tmp_path / "volume"
+    out.mkdir()
+    real_ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == out or real_ismount(p))
+    code = main(_audit_args(data, out))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{out} is a mount point" in err and f"--out {out / 'report'}" in err
+    assert list(out.iterdir()) == [] and _leftovers(tmp_path, "volume") == []
+
+
+def test_out_on_a_bind_mount_is_refused_before_any_work(tmp_path, capsys, no_compute):
+    # the reproducer: a container volume (here a bind mount, which
+    # os.path.ismount does not see) failed the final rename with EBUSY
+    if not IS_ROOT:
+        missing_resource("root, to bind-mount a folder (mount --bind)")
+    _, data = _project(tmp_path)
+    results, out = tmp_path / "results", tmp_path / "vol"
+    results.mkdir()
+    out.mkdir()
+    mounted = subprocess.run(
+        ["mount", "--bind", str(results), str(out)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        missing_resource(f"a working mount --bind ({mounted.stderr.strip()})")
+    try:
+        code = main(_audit_args(data, out))
+    finally:
+        subprocess.run(["umount", str(out)], check=True)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{out} is a mount point" in err
+    assert list(results.iterdir()) == [] and _leftovers(tmp_path, "vol") == []
+
+
+@pytest.mark.parametrize("error", [errno.EBUSY, errno.EXDEV])
+def test_a_late_rename_refusal_names_the_cause_not_the_disk(
+    tmp_path, capsys, monkeypatch, earlier, precomputed, error
+):
+    # a folder that became a mount point during the run: not "free some space"
+    out, before = earlier
+    _, data = _project(tmp_path)
+    real_rename = os.rename
+
+    def rename(src, dst, **kwargs):
+        if Path(src) == out:
+            raise OSError(error, os.strerror(error), str(src))
+        return real_rename(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "rename", rename)
+    code = main(_audit_args(data, out, "--force"))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"cannot replace {out} by renaming ({os.strerror(error)})" in err
+    assert f"--out {out / 'report'}" in err and "free some space" not in err
+    assert _tree_hash(out) == before and _leftovers(tmp_path, "out") == []
 
 
 def test_report_folder_and_files_follow_the_umask(tmp_path, formula_result):
