@@ -326,7 +326,7 @@ def _wordnet_reader_at(root: Any) -> Any:
     # a folder found by us (a str), not by NLTK's own search (a path pointer)
     folder = root if type(root) is str else None
 
-    class _Reader(WordNetCorpusReader):  # type: ignore[misc]
+    class _Reader(WordNetCorpusReader):  # type: ignore[misc, unused-ignore]
         def __init__(self, *args: Any) -> None:
             with _nltk_may_read(folder):
                 super().__init__(*args)

@@ -393,8 +393,9 @@ def test_dict_values_may_be_names(demo):
 
 def test_a_model_failing_on_edits_past_the_probe_is_named(demo, monkeypatch):
     """Edits the early probe did not see: the counterfactual audit names the model too."""
-    import sklearn_fairaes.report._build as build
     from hostile_models import KnownTextsOnly
+
+    import sklearn_fairaes.report._build as build
 
     data = frame(demo)
     model = KnownTextsOnly(unseen="nan").fit(list(data["essay"]))
