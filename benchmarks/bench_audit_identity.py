@@ -2,8 +2,9 @@
 
 Runs a fixed set of audits (fresh ``fairaes`` processes, one shared embedding
 cache folder so that only the first run of a commit encodes) and writes, per
-configuration, the SHA-256 of ``results.json`` (with the run's creation time
-and the package version removed: they differ on every run) and of every
+configuration, the SHA-256 of ``results.json`` (with the run's creation time,
+duration, package version and cache statistics removed: they differ on every
+run) and of every
 ``tables/*.csv``, plus the wall time of each run, to ``MANIFEST`` (JSON).
 
 With ``--compare OTHER.json`` it prints every file whose hash differs from
@@ -49,7 +50,10 @@ SHARED = (
 ASAP7 = SHARED / "asap-aes" / "asap_aes_prompt7.tsv"
 ASAP8 = SHARED / "asap-aes" / "asap_aes_prompt8.tsv"
 SAF = SHARED / "saf" / "saf_communication_networks_english_v2.tsv"
+# what differs between two runs of the same code: when, how long, where the
+# cache folder is and how warm it was
 VOLATILE = ("created", "version")
+VOLATILE_META = ("started", "seconds", "embedding_cache", "result_cache")
 
 
 def _inputs(work: Path) -> dict[str, list[str]]:
@@ -121,6 +125,8 @@ def _digest(out: Path) -> dict[str, str]:
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     for key in VOLATILE:
         results.pop(key, None)
+    for key in VOLATILE_META:
+        results.get("meta", {}).pop(key, None)
     text = json.dumps(results, sort_keys=True).encode()
     files = {"results.json": hashlib.sha256(text).hexdigest()}
     for csv in sorted((out / "tables").glob("*.csv")):

@@ -43,6 +43,7 @@ __all__ = [
     "resolve_laser_files",
     "require",
     "setup_resources",
+    "wordnet_reader",
 ]
 
 #: The 45 lexicographer files of WordNet 3.0, which Debian's package omits but
@@ -372,6 +373,13 @@ def wordnet_reader() -> Any:
     ResourceNotFoundError
         When no WordNet is found; the message says how to install one
         (``fairaes setup``, or Debian's ``wordnet-base`` package).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.resources import wordnet_reader
+    >>> wn = wordnet_reader()
+    >>> sorted({lemma.name() for s in wn.synsets("essay") for lemma in s.lemmas()})[:3]
+    ['assay', 'attempt', 'essay']
     """
     root = _wordnet_root()
     if root is None:

@@ -301,7 +301,7 @@ def audit(
     tune_interpreter : bool, default=False
         Let the audit change interpreter-wide settings while it runs, each
         put back when it returns: the SIGINT handler and
-        :data:`sys.unraisablehook` (so that a Ctrl-C landing in a finaliser,
+        ``sys.unraisablehook`` (so that a Ctrl-C landing in a finaliser,
         which Python would ignore, still stops the audit) and the GIL switch
         interval (0.2 ms instead of 5 while the WordNet paraphrases run beside
         the neural encoders: about 1.5 times the encoding speed). They hold
