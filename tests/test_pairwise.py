@@ -7,31 +7,30 @@ from conftest import require_module
 from joblib import parallel_config
 from scipy.spatial.distance import pdist, squareform
 
-from sklearn_fairaes.metrics import _pairwise as P
-from sklearn_fairaes.metrics._pairwise import (
-    HistogramReducer,
-    MinMaxReducer,
-    PairwiseEngine,
-    TopKReducer,
-    condensed_distances,
+from sklearn_fairaes.metrics import condensed_distances
+from sklearn_fairaes.metrics._pairs import _blocks, _engine, _types
+from sklearn_fairaes.metrics._pairs._engine import PairwiseEngine
+from sklearn_fairaes.metrics._pairs._keys import select_rank_windows
+from sklearn_fairaes.metrics._pairs._range import MinMaxReducer
+from sklearn_fairaes.metrics._pairs._reducers import HistogramReducer, TopKReducer
+from sklearn_fairaes.metrics._pairs._types import (
     condensed_to_pairs,
     n_pairs_of,
     pairs_to_condensed,
-    select_rank_windows,
 )
 
 
 @pytest.fixture
 def no_cache(monkeypatch):
     """Force the joblib path: no block cache, several small tasks."""
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_TASK_PAIRS", 500)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_blocks, "_TASK_PAIRS", 500)
 
 
 @pytest.fixture
 def no_sort(monkeypatch):
     """Force the histogram/selection path instead of sorting all pairs."""
-    monkeypatch.setattr(P, "EXACT_SORT_MAX_PAIRS", 0)
+    monkeypatch.setattr(_types, "EXACT_SORT_MAX_PAIRS", 0)
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +167,7 @@ def test_stable_argsort_equals_numpy_stable(rng, n_levels):
         values = rng.integers(0, n_levels, size=20_000).astype(float)
     values[::97] = values[5]  # one long run of ties in any case
     np.testing.assert_array_equal(
-        P.stable_argsort(values), np.argsort(values, kind="stable")
+        _types.stable_argsort(values), np.argsort(values, kind="stable")
     )
 
 
@@ -273,7 +272,7 @@ def test_select_windows_exact_path_equals_selection_path(rng, monkeypatch):
     T = engine.n_pairs
     windows = [(0, 10), (T // 2 - 50, T // 2 + 50), (T - 7, T), (1000, 1001), (0, T)]
     by_sort = select_rank_windows(engine, windows)
-    monkeypatch.setattr(P, "EXACT_SORT_MAX_PAIRS", 0)
+    monkeypatch.setattr(_types, "EXACT_SORT_MAX_PAIRS", 0)
     for n_bins, cap, used in [(65536, None, 5), (8, 20, 5), (4, 30, 5), (2, 3, 4)]:
         # a cap below the window size forces a split at every level, which is
         # slow on the whole range: the tightest setting skips that window

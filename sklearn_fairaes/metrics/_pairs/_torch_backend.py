@@ -42,15 +42,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._config import check_device_name
-from ..resources import require
+from ..._config import check_device_name
+from ...resources import require
+from ._types import _MIN_BANDS, _MIN_BLOCK_SIZE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from numpy.typing import NDArray
 
-    from ._pairwise import BlockSpec, Pairs
+    from ._types import BlockSpec, Pairs
 
 __all__: list[str] = []
 
@@ -71,8 +72,6 @@ setup_lock = threading.Lock()
 
 def device_block_size(n_samples: int) -> int:
     """Default block side on a CUDA device: as on the CPU, up to :data:`CUDA_BLOCK_SIZE`."""
-    from ._pairwise import _MIN_BANDS, _MIN_BLOCK_SIZE
-
     return min(CUDA_BLOCK_SIZE, max(_MIN_BLOCK_SIZE, -(-n_samples // _MIN_BANDS)))
 
 
