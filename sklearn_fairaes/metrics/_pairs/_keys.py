@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from . import _types
 from ._blocks import PairBlock
 from ._range import MinMaxReducer
 from ._reducers import CollectReducer, HistogramReducer, _EqualPairs, _EqualRowCounts
 from ._types import (
-    EXACT_SORT_MAX_PAIRS,
     condensed_to_pairs,
     pairs_to_condensed,
     stable_argsort,
@@ -190,7 +190,11 @@ def select_rank_windows(
     for start, stop in windows:
         if not 0 <= start < stop <= T:  # pragma: no cover - internal misuse
             raise ValueError(f"rank window [{start}, {stop}) outside [0, {T})")
-    if T <= EXACT_SORT_MAX_PAIRS and (engine.groups is None or engine.pairs == "all"):
+    # read at call time (a module attribute): the tests lower it to reach the
+    # selection path on small problems
+    if T <= _types.EXACT_SORT_MAX_PAIRS and (
+        engine.groups is None or engine.pairs == "all"
+    ):
         d = engine.condensed()
         order = stable_argsort(d)
         out: list[PairDistances] = []
