@@ -165,3 +165,43 @@ def test_no_module_over_the_line_limit():
     assert not metrics_listed, "metrics/ has no exception to the line limit"
     shrunk = {p for p in KNOWN_LONG if lengths.get(p, 0) <= MAX_LINES}
     assert not shrunk, f"now within {MAX_LINES} lines: remove {shrunk} from KNOWN_LONG"
+
+
+#: The pair engine's modules, each importing only modules before it (the
+#: order of ``sklearn_fairaes/metrics/_pairs/__init__.py``'s docstring).
+PAIRS_LAYERS = [
+    "_types",
+    "_scaling",
+    "_blocks",
+    "_results",
+    "_distances",
+    "_kernels",
+    "_torch_backend",
+    "_range",
+    "_engine",
+    "_reducers",
+    "_keys",
+    "_counters",
+    "_review_stats",
+    "_review_fused",
+    "_review_screened",
+    "_review_pass",
+]
+
+
+def test_the_pair_engine_is_layered():
+    prefix = "sklearn_fairaes.metrics._pairs."
+    graph = _import_graph()
+    modules = sorted(m[len(prefix) :] for m in graph if m.startswith(prefix))
+    assert modules == sorted(PAIRS_LAYERS), "add the new module to PAIRS_LAYERS"
+    upward = {
+        module: sorted(
+            target[len(prefix) :]
+            for target in graph[prefix + module]
+            if target.startswith(prefix)
+            and PAIRS_LAYERS.index(target[len(prefix) :]) >= PAIRS_LAYERS.index(module)
+        )
+        for module in PAIRS_LAYERS
+    }
+    upward = {module: targets for module, targets in upward.items() if targets}
+    assert not upward, f"imports of later layers (see PAIRS_LAYERS): {upward}"
