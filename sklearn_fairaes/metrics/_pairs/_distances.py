@@ -117,7 +117,6 @@ def _check_precomputed(D: object, name: str) -> tuple[NDArray[np.float64], int]:
     return D, n
 
 
-# --------------------------------------------------------------------------
 _SPARSE_SKLEARN_METRICS = frozenset(
     {"cityblock", "cosine", "euclidean", "l1", "l2", "manhattan"}
 )
