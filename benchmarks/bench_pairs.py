@@ -119,7 +119,7 @@ def random_problem(n, dim, seed=0):
 
 
 def bench_naive(n, dim, repeat, block_size, n_jobs):
-    from sklearn_fairaes.metrics._individual import lipschitz_fraction
+    from sklearn_fairaes.metrics import lipschitz_fraction
 
     X, y = random_problem(n, dim)
     print(f"\n[1] N={n:,}, d={dim}: lipschitz_fraction vs the pdist/squareform recipe")
@@ -155,8 +155,8 @@ def bare_products(X, block_size, dtype):
 
 
 def bench_large(n, dim, repeat, block_size, n_jobs):
-    from sklearn_fairaes.metrics._individual import lipschitz_fraction
-    from sklearn_fairaes.metrics._pairwise import DEFAULT_BLOCK_SIZE
+    from sklearn_fairaes.metrics import lipschitz_fraction
+    from sklearn_fairaes.metrics._pairs._types import DEFAULT_BLOCK_SIZE
 
     bs = block_size or DEFAULT_BLOCK_SIZE
     X, y = random_problem(n, dim, seed=1)
@@ -191,9 +191,12 @@ def bench_large(n, dim, repeat, block_size, n_jobs):
 @contextlib.contextmanager
 def timing_phases():
     """Time the phases of ``_review_all`` (the methods below), in a dict of seconds."""
-    from sklearn_fairaes.metrics import _pairwise as P
-    from sklearn_fairaes.metrics import _review as R
-    from sklearn_fairaes.metrics import _review_screened as S
+    from sklearn_fairaes.metrics._pairs import (
+        _engine,
+        _review_fused,
+        _review_pass,
+        _review_screened,
+    )
 
     totals = collections.defaultdict(float)
     patched = []
@@ -216,24 +219,36 @@ def timing_phases():
         kind = args[2] if len(args) > 2 else kwargs.get("kind", "distance")
         return f"engine: {kind} blocks"
 
-    wrap(P.PairwiseEngine, "distance_range", "distance-range pass (float32 screened)")
-    wrap(R, "_guess_windows", "quantile windows guessed (sampled pairs)")
-    wrap(P.PairwiseEngine, "_make_block", block_kind)
+    wrap(_engine.PairwiseEngine, "distance_range", "distance-range pass (float32 screened)")
+    wrap(_review_pass, "_guess_windows", "quantile windows guessed (sampled pairs)")
+    wrap(_engine.PairwiseEngine, "_make_block", block_kind)
     # the screened review (dense cosine problems) and its exact settling
-    wrap(S._ScreenedReview, "map", "screened pass: per-pair work of the blocks")
-    wrap(S._ScreenedReview, "combine", "screened pass: combining partial results")
-    wrap(S, "_neighbors", "exact neighbours from the candidates")
-    wrap(S, "_violations", "exact violations from the candidates")
-    wrap(S, "_quantile", "exact quantile constants from the windows")
-    wrap(P.PairwiseEngine, "paired_distances", "paired distances (inside the three above)")
-    # the float64 fused pass (problems the screen cannot take)
-    wrap(R._FusedReview, "_map_neighbors", "fused pass: neighbours")
     wrap(
-        R._FusedReview,
+        _review_screened._ScreenedReview,
+        "map",
+        "screened pass: per-pair work of the blocks",
+    )
+    wrap(
+        _review_screened._ScreenedReview,
+        "combine",
+        "screened pass: combining partial results",
+    )
+    wrap(_review_screened, "_neighbors", "exact neighbours from the candidates")
+    wrap(_review_screened, "_violations", "exact violations from the candidates")
+    wrap(_review_screened, "_quantile", "exact quantile constants from the windows")
+    wrap(
+        _engine.PairwiseEngine,
+        "paired_distances",
+        "paired distances (inside the three above)",
+    )
+    # the float64 fused pass (problems the screen cannot take)
+    wrap(_review_fused._FusedReview, "_map_neighbors", "fused pass: neighbours")
+    wrap(
+        _review_fused._FusedReview,
         "_map_lipschitz",
         "fused pass: histogram, counts, violations, windows",
     )
-    wrap(R._FusedReview, "combine", "fused pass: combining partial results")
+    wrap(_review_fused._FusedReview, "combine", "fused pass: combining partial results")
     try:
         yield totals
     finally:
@@ -244,13 +259,13 @@ def timing_phases():
 def bench_review(
     n, dim, block_size, n_jobs, separate=True, phases=False, repeat=1, numpy_strips=False
 ):
-    from sklearn_fairaes.metrics._individual import lipschitz_fraction
-    from sklearn_fairaes.metrics._review import (
-        _review_all,
+    from sklearn_fairaes.metrics import (
         essay_consistency,
+        lipschitz_fraction,
         lipschitz_profile,
         lipschitz_violations,
     )
+    from sklearn_fairaes.metrics._review import _review_all
 
     X, y = random_problem(n, dim, seed=2)
     pairs = n * (n - 1) // 2
@@ -283,7 +298,7 @@ def bench_review(
           f"equal: {n_ok == res.n_satisfied}); violations {out['violations'][1]:,}; "
           f"95% constant {out['quantile_constants'][1]:.4f}")  # fmt: skip
     if numpy_strips:
-        from sklearn_fairaes.metrics import _review_screened
+        from sklearn_fairaes.metrics._pairs import _review_screened
 
         _review_screened.USE_KERNEL = False
         try:
@@ -328,20 +343,20 @@ def _blas_kernels():
 
 def engine_ratio_child(sizes, dim, repeat, block_size):
     """One process of [5]: the ratio at each size under this process's kernel."""
-    from sklearn_fairaes.metrics import _individual
-    from sklearn_fairaes.metrics._individual import lipschitz_fraction
-    from sklearn_fairaes.metrics._pairwise import DEFAULT_BLOCK_SIZE
+    from sklearn_fairaes.metrics import lipschitz_fraction
+    from sklearn_fairaes.metrics._pairs import _counters
+    from sklearn_fairaes.metrics._pairs._types import DEFAULT_BLOCK_SIZE
 
     # the pairs the float32 screen leaves to float64: at a million essays they
     # decide whether the count stays under _MAX_UNDECIDED (else float64 blocks)
     settled = []
-    real_settle = _individual._settle
+    real_settle = _counters._settle
 
     def counting_settle(engine, y, i, j, *args):
         settled.append(i.size)
         return real_settle(engine, y, i, j, *args)
 
-    _individual._settle = counting_settle
+    _counters._settle = counting_settle
 
     bs = block_size or DEFAULT_BLOCK_SIZE
     lipschitz_fraction(*random_problem(500, dim))  # imports and BLAS threads started
@@ -363,7 +378,7 @@ def engine_ratio_child(sizes, dim, repeat, block_size):
               f"{t_bare:7.2f} s -> ratio {t_lf / t_bare:.2f}x "
               f"({res.n_satisfied:,} of {res.n_pairs:,} pairs; {sum(settled):,} settled "
               f"in float64, {sum(settled) / res.n_pairs:.1e} of them, cap "
-              f"{_individual._MAX_UNDECIDED:,})", flush=True)  # fmt: skip
+              f"{_counters._MAX_UNDECIDED:,})", flush=True)  # fmt: skip
 
 
 def bench_engine_ratio(sizes, dim, repeat, block_size, alternative):
@@ -401,13 +416,13 @@ def bench_asap(repeat):
     from sklearn.linear_model import Ridge
     from sklearn.model_selection import KFold, cross_val_predict
 
-    from sklearn_fairaes.metrics._individual import (
+    from sklearn_fairaes.metrics import (
+        condensed_distances,
         extreme_pairs,
         feature_difference_profile,
         lipschitz_fraction,
         score_distance_curve,
     )
-    from sklearn_fairaes.metrics._pairwise import condensed_distances
     from sklearn_fairaes.metrics._ranking import paraphrase_ndcg
     from sklearn_fairaes.text import TfidfEssayVectorizer
 

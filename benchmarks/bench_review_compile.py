@@ -23,10 +23,10 @@ import sys, time
 import numpy as np
 sys.path.insert(0, {bench!r})
 from bench_pairs import random_problem
-from sklearn_fairaes.metrics import _pairwise, _review_screened
+from sklearn_fairaes.metrics._pairs import _engine, _review_screened
 from sklearn_fairaes.metrics._review import _review_all
 
-_pairwise._CACHE_BYTES = _pairwise._SCREEN_CACHE_BYTES = 0  # the screened pass at any n
+_engine._CACHE_BYTES = _engine._SCREEN_CACHE_BYTES = 0  # the screened pass at any n
 _review_screened.USE_KERNEL = {kernel}
 X, y = random_problem({n}, 384, seed=2)
 for call in (1, 2):

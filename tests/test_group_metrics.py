@@ -18,9 +18,8 @@ from scipy.spatial.distance import pdist, squareform
 from sklearn_fairaes._validation import check_groups
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
 from sklearn_fairaes.metrics import _group as G
-from sklearn_fairaes.metrics import _individual as individual
-from sklearn_fairaes.metrics import _pairwise as P
 from sklearn_fairaes.metrics import (
+    _individual,
     difference_of_standardized_means,
     fairness_analyses,
     group_agreement_report,
@@ -29,6 +28,7 @@ from sklearn_fairaes.metrics import (
     qwk,
     standardized_mean_difference,
 )
+from sklearn_fairaes.metrics._pairs import _blocks, _counters, _engine, _types
 
 REFERENCE = Path(__file__).resolve().parent / "rsmtool_reference" / "rsmtool_values.json"
 RECORDED = json.loads(REFERENCE.read_text(encoding="utf-8"))
@@ -574,9 +574,9 @@ def test_within_and_cross_add_up_to_lipschitz_fraction(name):
 @pytest.fixture
 def no_cache(monkeypatch):
     """Large-problem path: no block caches, many chunks, float32 screening."""
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_TASK_PAIRS", 3000)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_engine, "_SCREEN_CACHE_BYTES", 0)
+    monkeypatch.setattr(_blocks, "_TASK_PAIRS", 3000)
 
 
 @pytest.mark.parametrize("normalize, L", [("minmax", 1.0), ("max", 2.0), (None, 3.0)])
@@ -588,28 +588,28 @@ def test_screened_path_equals_lipschitz_fraction(no_cache, normalize, L, feature
     X[9] = 0.0  # a zero row
     y = rng.integers(0, 7, size=150)
     groups = rng.choice([1, 2, 3, 4], size=150)
-    assert P.PairwiseEngine(X, block_size=37).screenable
+    assert _engine.PairwiseEngine(X, block_size=37).screenable
     options = dict(normalize=normalize, lipschitz_constant=L, block_size=37)
     got = group_lipschitz_fraction(X, y, groups=groups, **options)
     ref = lipschitz_fraction(X, y, return_counts=True, **options)
     assert got.n_satisfied == ref.n_satisfied and got.n_pairs == ref.n_pairs
     # the engine's exact pair distances through the naive loop
-    engine = P.PairwiseEngine(X)
-    i, j = P.condensed_to_pairs(np.arange(engine.n_pairs), 150)
+    engine = _engine.PairwiseEngine(X)
+    i, j = _types.condensed_to_pairs(np.arange(engine.n_pairs), 150)
     _check_against_naive(got, engine.paired_distances(i, j), y, groups, normalize, L)
 
 
 @pytest.mark.parametrize("cap", [0, 1, 50, 400, 558, 559, 10**9])
 def test_screening_gives_up_exactly_when_lipschitz_fraction_does(monkeypatch, cap):
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    monkeypatch.setattr(individual, "_MAX_UNDECIDED", cap)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_counters, "_MAX_UNDECIDED", cap)
     rng = np.random.default_rng(8)
     X = rng.integers(0, 3, size=(120, 3)).astype(float)  # many exact ties
     y = rng.integers(0, 3, size=120)
     groups = rng.choice(["a", "b"], size=120)
     calls = {"fraction": 0, "group": 0}
 
-    class Spy(individual._LipschitzCounter):
+    class Spy(_counters._LipschitzCounter):
         def __init__(self, *args):
             calls["fraction"] += 1
             super().__init__(*args)
@@ -620,7 +620,7 @@ def test_screening_gives_up_exactly_when_lipschitz_fraction_does(monkeypatch, ca
         calls["group"] += 1
         return plain(*args)
 
-    monkeypatch.setattr(individual, "_LipschitzCounter", Spy)
+    monkeypatch.setattr(_individual, "_LipschitzCounter", Spy)
     monkeypatch.setattr(G, "_plain_group_counts", spy_plain)
     ref = lipschitz_fraction(X, y, return_counts=True, block_size=30)
     got = group_lipschitz_fraction(X, y, groups=groups, block_size=30)

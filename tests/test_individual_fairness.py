@@ -15,27 +15,24 @@ from scipy.spatial.distance import pdist
 from scipy.stats import spearmanr
 
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
-from sklearn_fairaes.metrics import _pairwise as P
-from sklearn_fairaes.metrics._group import group_lipschitz_fraction
-from sklearn_fairaes.metrics._individual import (
+from sklearn_fairaes.metrics import (
+    condensed_distances,
     extreme_pairs,
     feature_difference_profile,
     lipschitz_fraction,
     score_distance_curve,
 )
-from sklearn_fairaes.metrics._pairwise import (
-    condensed_distances,
-    condensed_to_pairs,
-    n_pairs_of,
-)
+from sklearn_fairaes.metrics._group import group_lipschitz_fraction
+from sklearn_fairaes.metrics._pairs import _blocks, _counters, _engine, _range, _types
+from sklearn_fairaes.metrics._pairs._types import condensed_to_pairs, n_pairs_of
 
 
 @pytest.fixture
 def no_cache(monkeypatch):
     """Large-problem path: no block caches, many chunks, float32 screening."""
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_TASK_PAIRS", 3000)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_engine, "_SCREEN_CACHE_BYTES", 0)
+    monkeypatch.setattr(_blocks, "_TASK_PAIRS", 3000)
 
 
 def naive_counts(d, y, normalize="minmax", L=1.0):
@@ -117,7 +114,7 @@ def test_lipschitz_identical_for_n_jobs_and_block_size(no_cache):
 
 def _exact_paired(X):
     """Distances of all pairs from the engine's exact float64 pair routine."""
-    engine = P.PairwiseEngine(X)
+    engine = _engine.PairwiseEngine(X)
     i, j = condensed_to_pairs(np.arange(n_pairs_of(engine.n_samples)), engine.n_samples)
     return engine.paired_distances(i, j)
 
@@ -144,11 +141,11 @@ SCREENING = _screening_cases()
                                           (None, 3.0)])  # fmt: skip
 @pytest.mark.parametrize("keep_blocks", [True, False])
 def test_lipschitz_float32_screening_is_exact(monkeypatch, case, normalize, L, keep_blocks):
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)  # large-problem path: float32 screening
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)  # large-problem path: float32 screening
     if not keep_blocks:  # the second pass recomputes its blocks
-        monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
+        monkeypatch.setattr(_engine, "_SCREEN_CACHE_BYTES", 0)
     X, y = SCREENING[case]
-    assert P.PairwiseEngine(X, block_size=37).screenable
+    assert _engine.PairwiseEngine(X, block_size=37).screenable
     got = lipschitz_fraction(
         X, y, normalize=normalize, lipschitz_constant=L, block_size=37, return_counts=True
     )
@@ -157,7 +154,7 @@ def test_lipschitz_float32_screening_is_exact(monkeypatch, case, normalize, L, k
     if case == "gauss":  # no exact ties: pdist agrees too
         assert got.n_satisfied == naive_counts(pdist(X, "cosine"), y, normalize, L)[0]
     # the float64 path (no screening) gives the same count
-    monkeypatch.setattr(P, "_CACHE_BYTES", 64 * 2**20)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 64 * 2**20)
     ref = lipschitz_fraction(
         X, y, normalize=normalize, lipschitz_constant=L, block_size=37, return_counts=True
     )
@@ -165,9 +162,9 @@ def test_lipschitz_float32_screening_is_exact(monkeypatch, case, normalize, L, k
 
 
 def test_screened_distance_range_is_exact(monkeypatch):
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
     for X, _ in SCREENING.values():
-        engine = P.PairwiseEngine(X, block_size=29)
+        engine = _engine.PairwiseEngine(X, block_size=29)
         d = _exact_paired(X)
         assert engine.distance_range(screened=True) == (d.min(), d.max(), d.size)
         lo, hi, n = engine.distance_range()  # float64 blocks: the same up to rounding
@@ -175,13 +172,12 @@ def test_screened_distance_range_is_exact(monkeypatch):
 
 
 def test_screening_falls_back_when_overwhelmed(monkeypatch):
-    import sklearn_fairaes.metrics._individual as individual
 
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
     X, y = SCREENING["small-int"]
     expected = lipschitz_fraction(X, y, return_counts=True, block_size=40).n_satisfied
-    monkeypatch.setattr(P, "_SCREEN_CANDIDATES", 0)
-    monkeypatch.setattr(individual, "_MAX_UNDECIDED", 0)
+    monkeypatch.setattr(_range, "_SCREEN_CANDIDATES", 0)
+    monkeypatch.setattr(_counters, "_MAX_UNDECIDED", 0)
     got = lipschitz_fraction(X, y, return_counts=True, block_size=40)
     assert got.n_satisfied == expected
 
@@ -341,7 +337,7 @@ def test_curve_histogram_with_equal_distances(monkeypatch):
 
 
 def test_curve_histogram_is_auto_beyond_threshold(rng, monkeypatch):
-    monkeypatch.setattr(P, "EXACT_SORT_MAX_PAIRS", 100)
+    monkeypatch.setattr(_types, "EXACT_SORT_MAX_PAIRS", 100)
     X = rng.normal(size=(40, 3))
     y = rng.normal(size=40)
     assert score_distance_curve(X, y).method == "histogram"
@@ -476,7 +472,7 @@ def test_feature_profile_selection_path_equals_sort_path(rng, monkeypatch):
     X = rng.normal(size=(80, 4))
     F = rng.normal(size=(80, 3))
     ref = feature_difference_profile(X, F, n_pairs=50, block_size=13)
-    monkeypatch.setattr(P, "EXACT_SORT_MAX_PAIRS", 0)
+    monkeypatch.setattr(_types, "EXACT_SORT_MAX_PAIRS", 0)
     got = feature_difference_profile(X, F, n_pairs=50, block_size=13)
     np.testing.assert_array_equal(got.mean_abs_diff, ref.mean_abs_diff)
     np.testing.assert_array_equal(got.distance_min, ref.distance_min)
@@ -673,11 +669,11 @@ def test_lipschitz_screen_exact_for_extreme_score_scales(
 ):
     # The float32 screen cast the scores to float32: at 1e39 they were inf and the
     # fraction was 0.02 instead of 0.66; at 1e-300 the coefficient 1/spread was.
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)  # large-problem path: float32 screening
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)  # large-problem path: float32 screening
     rng = np.random.default_rng(11)
     X = rng.normal(size=(300, 8))
     y = rng.integers(0, 7, size=300) * scale + shift
-    assert P.PairwiseEngine(X, block_size=37).screenable
+    assert _engine.PairwiseEngine(X, block_size=37).screenable
     L = 1.0 if normalize is not None else 3.0 * scale  # score units per distance
     d = pdist(X, "cosine")
     expected = _naive_fraction(d, _naive_differences(y), normalize, L)
@@ -734,7 +730,7 @@ def test_sampled_estimate_uses_the_exact_distance_range(monkeypatch):
     y = np.arange(300) % 7
     d = pdist(X, "cosine")
     for cache in (0, 64 * 2**20):
-        monkeypatch.setattr(P, "_CACHE_BYTES", cache)
+        monkeypatch.setattr(_engine, "_CACHE_BYTES", cache)
         res = lipschitz_fraction(X, y, max_pairs=500, random_state=0, return_counts=True)
         assert not res.exact
         assert res.distance_range == pytest.approx((d.min(), d.max()), abs=1e-15)
@@ -744,7 +740,7 @@ def test_sampled_estimate_uses_the_exact_distance_range(monkeypatch):
 def test_lipschitz_screen_exact_for_extreme_constants(monkeypatch, L):
     # L / (distance range) overflows float64 at 1e308: nothing is screened, every
     # pair is settled in float64
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 8))
     y = rng.integers(0, 7, size=300)

@@ -7,31 +7,30 @@ from conftest import require_module
 from joblib import parallel_config
 from scipy.spatial.distance import pdist, squareform
 
-from sklearn_fairaes.metrics import _pairwise as P
-from sklearn_fairaes.metrics._pairwise import (
-    HistogramReducer,
-    MinMaxReducer,
-    PairwiseEngine,
-    TopKReducer,
-    condensed_distances,
+from sklearn_fairaes.metrics import condensed_distances
+from sklearn_fairaes.metrics._pairs import _blocks, _engine, _types
+from sklearn_fairaes.metrics._pairs._engine import PairwiseEngine
+from sklearn_fairaes.metrics._pairs._keys import select_rank_windows
+from sklearn_fairaes.metrics._pairs._range import MinMaxReducer
+from sklearn_fairaes.metrics._pairs._reducers import HistogramReducer, TopKReducer
+from sklearn_fairaes.metrics._pairs._types import (
     condensed_to_pairs,
     n_pairs_of,
     pairs_to_condensed,
-    select_rank_windows,
 )
 
 
 @pytest.fixture
 def no_cache(monkeypatch):
     """Force the joblib path: no block cache, several small tasks."""
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_TASK_PAIRS", 500)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_blocks, "_TASK_PAIRS", 500)
 
 
 @pytest.fixture
 def no_sort(monkeypatch):
     """Force the histogram/selection path instead of sorting all pairs."""
-    monkeypatch.setattr(P, "EXACT_SORT_MAX_PAIRS", 0)
+    monkeypatch.setattr(_types, "EXACT_SORT_MAX_PAIRS", 0)
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +167,7 @@ def test_stable_argsort_equals_numpy_stable(rng, n_levels):
         values = rng.integers(0, n_levels, size=20_000).astype(float)
     values[::97] = values[5]  # one long run of ties in any case
     np.testing.assert_array_equal(
-        P.stable_argsort(values), np.argsort(values, kind="stable")
+        _types.stable_argsort(values), np.argsort(values, kind="stable")
     )
 
 
@@ -273,7 +272,7 @@ def test_select_windows_exact_path_equals_selection_path(rng, monkeypatch):
     T = engine.n_pairs
     windows = [(0, 10), (T // 2 - 50, T // 2 + 50), (T - 7, T), (1000, 1001), (0, T)]
     by_sort = select_rank_windows(engine, windows)
-    monkeypatch.setattr(P, "EXACT_SORT_MAX_PAIRS", 0)
+    monkeypatch.setattr(_types, "EXACT_SORT_MAX_PAIRS", 0)
     for n_bins, cap, used in [(65536, None, 5), (8, 20, 5), (4, 30, 5), (2, 3, 4)]:
         # a cap below the window size forces a split at every level, which is
         # slow on the whole range: the tightest setting skips that window
@@ -369,3 +368,110 @@ def test_cosine_duplicates_are_exactly_zero(rng, sparse):
     assert np.abs(squareform(D) - ref).max() <= 1e-15
     assert D[2, 5] > 1e-10  # a real small distance is kept
     assert D[2, 5] == pytest.approx(squareform(ref)[2, 5], rel=1e-6)
+
+
+# --------------------------------------------------------------------------
+# One engine shared by several metrics (issue 32: the audit holds one per
+# study and representation)
+# --------------------------------------------------------------------------
+def _assert_same_result(a, b):
+    if not isinstance(a, dict):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        return
+    assert sorted(a) == sorted(b)
+    for key in a:
+        _assert_same_result(a[key], b[key])
+
+
+def _pair_metrics(X, y, groups, **kw):
+    from sklearn_fairaes.metrics import (
+        essay_consistency,
+        extreme_pairs,
+        group_lipschitz_fraction,
+        lipschitz_fraction,
+        lipschitz_profile,
+        lipschitz_violations,
+        score_distance_curve,
+    )
+
+    return [
+        lipschitz_fraction(X, y, return_counts=True, **kw),
+        lipschitz_fraction(X, y, normalize="max", return_counts=True, **kw),
+        score_distance_curve(X, y, n_bins=7, **kw),
+        extreme_pairs(X, k=3, **kw),
+        essay_consistency(X, y, n_neighbors=3, **kw),
+        lipschitz_violations(X, y, top=5, **kw),
+        lipschitz_profile(X, y, **kw),
+        group_lipschitz_fraction(X, y, groups=groups, **kw),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["cosine", "screened", "precomputed"])
+def test_metrics_on_a_shared_engine_equal_those_on_X(rng, monkeypatch, kind):
+    X = rng.normal(size=(240, 6))
+    y = rng.integers(0, 6, size=240).astype(float)
+    groups = rng.integers(0, 2, size=240)
+    metric = "cosine"
+    if kind == "screened":  # no block cache: dense cosine is then float32-screened
+        monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    if kind == "precomputed":
+        X, metric = pdist(X, "cosine"), "precomputed"
+    fresh = _pair_metrics(X, y, groups, metric=metric)
+    ranges = []
+    real = PairwiseEngine._distance_range
+
+    def counted(self, screened):
+        ranges.append(screened)
+        return real(self, screened)
+
+    monkeypatch.setattr(PairwiseEngine, "_distance_range", counted)
+    engine = PairwiseEngine(X, metric=metric)
+    assert engine.screenable == (kind == "screened")
+    shared = _pair_metrics(engine, y, groups, metric=metric)
+    for a, b in zip(fresh, shared):
+        _assert_same_result(a, b)
+    # the range of all pairs once, for the eight metrics together (the group
+    # metric normalises by it too); of the screened kind when the engine is
+    assert ranges == [kind == "screened"]
+    # the engine itself is left as it was: no block kept past a call
+    assert engine._cache is None and engine._screen_cache is None
+
+
+def test_an_engine_as_x_refuses_other_options(rng):
+    from sklearn_fairaes.metrics import lipschitz_fraction
+
+    X = rng.normal(size=(30, 4))
+    y = rng.normal(size=30)
+    engine = PairwiseEngine(X, block_size=8, n_jobs=1)
+    for kw, shown in [
+        ({"metric": "euclidean"}, "metric='euclidean' (the engine's: 'cosine')"),
+        ({"block_size": 16}, "block_size=16 (the engine's: 8)"),
+        ({"n_jobs": 2}, "n_jobs=2 (the engine's: 1)"),
+    ]:
+        with pytest.raises(ValueError, match=r"X is a PairwiseEngine") as info:
+            lipschitz_fraction(engine, y, **kw)
+        assert shown in str(info.value)
+    # the engine's own options, or None, are accepted
+    assert lipschitz_fraction(engine, y, block_size=8, n_jobs=1) == lipschitz_fraction(X, y)
+
+
+@pytest.mark.parametrize("pairs", ["within", "between"])
+def test_filtered_engine_equals_one_built_with_groups(rng, pairs):
+    X = rng.normal(size=(50, 5))
+    groups = rng.choice(["a", "b", "c"], size=50)
+    built = PairwiseEngine(X, groups=groups, pairs=pairs, block_size=16)
+    derived = PairwiseEngine(X, block_size=16).filtered(groups, pairs)
+    assert derived.n_pairs == built.n_pairs
+    assert derived.distance_range() == built.distance_range()
+    with pytest.raises(ValueError, match="needs an engine over all pairs"):
+        derived.filtered(groups, pairs)
+
+
+def test_a_shared_engine_pickles_with_its_range(rng):
+    import pickle
+
+    engine = PairwiseEngine(rng.normal(size=(40, 3)))
+    expected = engine.distance_range()
+    again = pickle.loads(pickle.dumps(engine))
+    assert again._ranges == {False: expected}
+    assert again.for_call().distance_range() == expected

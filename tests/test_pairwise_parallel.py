@@ -22,12 +22,10 @@ from joblib import Parallel, delayed, parallel_config
 from scipy.spatial.distance import pdist
 
 import sklearn_fairaes as sf
-from sklearn_fairaes.metrics import _pairwise as P
-from sklearn_fairaes.metrics._pairwise import (
-    HistogramReducer,
-    MinMaxReducer,
-    PairwiseEngine,
-)
+from sklearn_fairaes.metrics._pairs import _blocks, _types
+from sklearn_fairaes.metrics._pairs._engine import PairwiseEngine
+from sklearn_fairaes.metrics._pairs._range import MinMaxReducer
+from sklearn_fairaes.metrics._pairs._reducers import HistogramReducer
 
 N_ASAP7 = 1569  # essays of ASAP prompt 7
 
@@ -88,10 +86,12 @@ def test_default_blocks_split_asap_sized_problems():
     # 10 blocks of 512 x 512 entries or fewer (1,624,641 in all); chunks of at
     # least 1,624,641 // 16 = 101,540 entries: 7 (the 33-column blocks join the
     # next block)
-    assert len(specs) == 10 and len(P._chunk_specs(specs)) == 7
+    assert len(specs) == 10 and len(_blocks._chunk_specs(specs)) == 7
     # large problems keep the measured default
-    assert P._default_block_size(20_000) == P.DEFAULT_BLOCK_SIZE
-    assert P._default_block_size(5_800) == 725 and P._default_block_size(10) == 512
+    assert _types._default_block_size(20_000) == _types.DEFAULT_BLOCK_SIZE
+    assert (
+        _types._default_block_size(5_800) == 725 and _types._default_block_size(10) == 512
+    )
 
 
 def _serial_reference(X, y, n_bins):

@@ -22,8 +22,10 @@ from sklearn.neighbors import NearestNeighbors
 import sklearn_fairaes as sf
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
 from sklearn_fairaes.metrics import _review
-from sklearn_fairaes.metrics._pairwise import PairwiseEngine
-from sklearn_fairaes.metrics._review import _critical_constants, _review_all
+from sklearn_fairaes.metrics._pairs import _keys, _review_pass, _review_stats
+from sklearn_fairaes.metrics._pairs._engine import PairwiseEngine
+from sklearn_fairaes.metrics._pairs._review_stats import _critical_constants
+from sklearn_fairaes.metrics._review import _review_all
 
 
 # --------------------------------------------------------------------------
@@ -328,8 +330,8 @@ def test_refined_histograms_give_the_same_constants(data, monkeypatch):
     qs = (0.2, 0.9, 0.95)
     expected = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     # no bin may be gathered: every order statistic is refined to single values
-    monkeypatch.setattr(_review, "_MAX_GATHER", 0)
-    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
+    monkeypatch.setattr(_review_stats, "_MAX_GATHER", 0)
+    monkeypatch.setattr(_review_pass, "_guess_windows", lambda *args: [])
     refined = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     np.testing.assert_array_equal(refined, expected)
     for q, L in zip(qs, refined):
@@ -341,17 +343,17 @@ def test_refining_takes_one_pass_per_level_for_all_quantiles(data, monkeypatch):
     y = y + np.random.RandomState(1).normal(scale=0.1, size=len(y))  # continuous
     qs = (0.2, 0.5, 0.9, 0.95, 0.99)
     expected = sorted_ratios(pdist(X, "cosine"), y, "minmax")
-    monkeypatch.setattr(_review, "_MAX_GATHER", 0)
-    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
+    monkeypatch.setattr(_review_stats, "_MAX_GATHER", 0)
+    monkeypatch.setattr(_review_pass, "_guess_windows", lambda *args: [])
     levels = []
 
-    class Counted(_review.KeyHistogramReducer):
-        def __init__(self, keys, *, shift=_review.KEY_SHIFT, prefix=None):
+    class Counted(_keys.KeyHistogramReducer):
+        def __init__(self, keys, *, shift=_keys.KEY_SHIFT, prefix=None):
             if prefix is not None:  # a refinement pass
                 levels.append((prefix[1], len(prefix[0])))
             super().__init__(keys, shift=shift, prefix=prefix)
 
-    monkeypatch.setattr(_review, "KeyHistogramReducer", Counted)
+    monkeypatch.setattr(_review_stats, "KeyHistogramReducer", Counted)
     got = sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants
     for q, L in zip(qs, got):
         assert L == pytest.approx(expected[math.ceil(q * len(expected)) - 1], rel=1e-12)
@@ -369,19 +371,19 @@ def test_quantiles_found_without_the_guessed_bins_are_the_same(data, monkeypatch
     def no_more_passes(*args):
         raise AssertionError("a quantile was not in its guessed window")
 
-    monkeypatch.setattr(_review, "_order_statistics", no_more_passes)
+    monkeypatch.setattr(_review_pass, "_order_statistics", no_more_passes)
     np.testing.assert_array_equal(
         sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants, expected
     )
     monkeypatch.undo()
     # the guess misses every quantile: each is found by a gathering pass
-    monkeypatch.setattr(_review, "_guess_windows", lambda *args: [])
+    monkeypatch.setattr(_review_pass, "_guess_windows", lambda *args: [])
     np.testing.assert_array_equal(
         sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants, expected
     )
     # the guessed windows overflow their cap: the same
     monkeypatch.undo()
-    monkeypatch.setattr(_review, "_MAX_GUESSED", 1)
+    monkeypatch.setattr(_review_pass, "_MAX_GUESSED", 1)
     np.testing.assert_array_equal(
         sf.lipschitz_profile(X, y, quantiles=qs).quantile_constants, expected
     )

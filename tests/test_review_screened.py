@@ -37,20 +37,29 @@ from scipy.spatial.distance import pdist, squareform
 
 import sklearn_fairaes as sf
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
-from sklearn_fairaes.metrics import _pairwise as P
-from sklearn_fairaes.metrics import _review
-from sklearn_fairaes.metrics import _review_screened as RS
+from sklearn_fairaes.metrics._pairs import (
+    _blocks,
+    _engine,
+    _keys,
+    _review_fused,
+    _review_pass,
+    _review_screened,
+    _review_stats,
+)
 from sklearn_fairaes.metrics._review import _review_all
 
 
 @pytest.fixture
 def large(monkeypatch):
     """Every dense cosine problem is 'too large to cache'; counts the blocks of each pass."""
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_TASK_PAIRS", 3000)  # many chunks for the workers
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_engine, "_SCREEN_CACHE_BYTES", 0)
+    monkeypatch.setattr(_blocks, "_TASK_PAIRS", 3000)  # many chunks for the workers
     calls = collections.Counter()
-    for cls, name in ((RS._ScreenedReview, "screened"), (_review._FusedReview, "fused")):
+    for cls, name in (
+        (_review_screened._ScreenedReview, "screened"),
+        (_review_fused._FusedReview, "fused"),
+    ):
         real = cls.map
 
         def counted(self, block, _real=real, _name=name):
@@ -66,23 +75,23 @@ def per_pair(request, monkeypatch):
     """Both implementations of the screened pass's per-pair work."""
     if request.param == "kernel":
         require_module("numba", "fast")
-        assert RS.kernel() is not None
+        assert _review_screened.kernel() is not None
     else:
-        monkeypatch.setattr(RS, "USE_KERNEL", False)
+        monkeypatch.setattr(_review_screened, "USE_KERNEL", False)
     return request.param
 
 
 def separate(monkeypatch, X, y, **kw):
     """``_review_all`` through the separate reducers, on the same engine settings."""
     with monkeypatch.context() as m:
-        m.setattr(_review, "_fused", lambda engine: False)
+        m.setattr(_review_pass, "_fused", lambda engine: False)
         return _review_all(X, y, **kw)
 
 
 def float64_pass(monkeypatch, X, y, **kw):
     """``_review_all`` through the fused float64 pass (the screen refused)."""
     with monkeypatch.context() as m:
-        m.setattr(RS, "screened_setup", lambda *args: None)
+        m.setattr(_review_screened, "screened_setup", lambda *args: None)
         return _review_all(X, y, **kw)
 
 
@@ -181,7 +190,7 @@ def test_screened_pass_equals_the_separate_reducers(
     large, per_pair, monkeypatch, rs, kw, block_size
 ):
     X, y = gauss(rs)
-    assert P.PairwiseEngine(X).screenable
+    assert _engine.PairwiseEngine(X).screenable
     got = _review_all(X, y, block_size=block_size, **kw)
     assert large["screened"] and not large["fused"], "the screened pass was not used"
     assert_same(got, separate(monkeypatch, X, y, block_size=block_size, **kw))
@@ -217,7 +226,7 @@ def test_quantiles_among_the_pairs_of_equal_scores(
     assert 0.3 < n_equal / T < 0.45
     kw = dict(quantiles=(0.1, 0.3, 0.45, 0.5, 0.9), normalize=normalize, block_size=32)
     with monkeypatch.context() as m:
-        m.setattr(_review, "_order_statistics", None)  # no pass after the main one
+        m.setattr(_review_pass, "_order_statistics", None)  # no pass after the main one
         got = _review_all(X, y, **kw)
     assert large["screened"] and not large["fused"]
     d = pdist(X, "cosine")
@@ -255,11 +264,11 @@ def test_kernel_equals_the_numpy_strips(large, monkeypatch, rs, kw):
     y = y + rs.normal(scale=0.05, size=y.size)
     for block_size in (16, 64, 300):
         with monkeypatch.context() as m:
-            m.setattr(RS, "USE_KERNEL", False)
+            m.setattr(_review_screened, "USE_KERNEL", False)
             strips = _review_all(X, y, block_size=block_size, **kw)
         assert_identical(_review_all(X, y, block_size=block_size, **kw), strips)
         with monkeypatch.context() as m:
-            m.setattr(RS, "_KERNEL_CAPACITY", 8)
+            m.setattr(_review_screened, "_KERNEL_CAPACITY", 8)
             assert_identical(_review_all(X, y, block_size=block_size, **kw), strips)
     assert large["screened"] and not large["fused"]
 
@@ -277,7 +286,7 @@ def test_scores_of_any_scale(large, per_pair, monkeypatch, rs, scale, normalize)
     assert_same(got, separate(monkeypatch, X, y, **kw))
     assert all(math.isfinite(c) for c in got["quantile_constants"])
     # the counts at the constants are lipschitz_fraction's (float32-screened)
-    for L, count in zip(_review.DEFAULT_CONSTANTS, got["counts"][1:]):
+    for L, count in zip(_review_stats.DEFAULT_CONSTANTS, got["counts"][1:]):
         expected = sf.lipschitz_fraction(
             X, y, normalize=normalize, lipschitz_constant=L, block_size=20,
             return_counts=True,
@@ -409,22 +418,24 @@ def test_quantiles_outside_the_guessed_windows(large, monkeypatch, rs):
 
     # the guessed windows: the screened pass finds them, no pass after it
     with monkeypatch.context() as m:
-        m.setattr(_review, "_order_statistics", None)  # called: a TypeError
+        m.setattr(_review_pass, "_order_statistics", None)  # called: a TypeError
         check(_review_all(X, y, **kw))
     # windows that miss: found by the exact passes after the main one
     with monkeypatch.context() as m:
-        m.setattr(_review, "_guess_windows", lambda engine, stats, q: [(0, 1)] * len(q))
+        m.setattr(
+            _review_pass, "_guess_windows", lambda engine, stats, q: [(0, 1)] * len(q)
+        )
         check(_review_all(X, y, **kw))
     # windows too full to keep (screened) or gather (float64): the same
     with monkeypatch.context() as m:
-        m.setattr(RS, "_MAX_WINDOW", 1)
+        m.setattr(_review_screened, "_MAX_WINDOW", 1)
         check(_review_all(X, y, **kw))
     with monkeypatch.context() as m:
-        m.setattr(_review, "_MAX_GUESSED", 1)
+        m.setattr(_review_pass, "_MAX_GUESSED", 1)
         check(float64_pass(monkeypatch, X, y, **kw))
     # no window at all (the float64 pass)
     with monkeypatch.context() as m:
-        m.setattr(_review, "_guess_windows", lambda *args: [])
+        m.setattr(_review_pass, "_guess_windows", lambda *args: [])
         check(float64_pass(monkeypatch, X, y, **kw))
     assert large["screened"] and large["fused"]
 
@@ -437,24 +448,24 @@ def test_large_problems_draw_a_sample_that_keeps_the_windows(large, monkeypatch,
     y = y + rs.normal(scale=0.1, size=y.size)
     kw = dict(block_size=64, quantiles=(0.9, 0.95, 0.99))
     expected = separate(monkeypatch, X, y, **kw)["quantile_constants"]
-    monkeypatch.setattr(RS, "_MAX_WINDOW", 8000)
+    monkeypatch.setattr(_review_screened, "_MAX_WINDOW", 8000)
     calls = []
-    real = _review._order_statistics
+    real = _review_pass._order_statistics
 
     def counted(*args):
         calls.append(args[-1])
         return real(*args)
 
-    monkeypatch.setattr(_review, "_order_statistics", counted)
+    monkeypatch.setattr(_review_pass, "_order_statistics", counted)
     # the sample of small problems (1,024 pairs): windows of ~17,000 pairs
     with monkeypatch.context() as m:
-        m.setattr(_review, "_WINDOW_PAIRS", 2**40)
+        m.setattr(_review_stats, "_WINDOW_PAIRS", 2**40)
         got = _review_all(X, y, **kw)
     np.testing.assert_allclose(got["quantile_constants"], expected, rtol=1e-12, atol=0)
     assert calls, "the control: the windows should have been too full"
     calls.clear()
-    monkeypatch.setattr(_review, "_WINDOW_PAIRS", 2000)
-    assert _review._n_guess(X.shape[0] * 599 // 2, kw["quantiles"]) > 10 * 1024
+    monkeypatch.setattr(_review_stats, "_WINDOW_PAIRS", 2000)
+    assert _review_stats._n_guess(X.shape[0] * 599 // 2, kw["quantiles"]) > 10 * 1024
     got = _review_all(X, y, **kw)
     np.testing.assert_allclose(got["quantile_constants"], expected, rtol=1e-12, atol=0)
     assert calls == []  # all three found in the screened pass
@@ -464,7 +475,9 @@ def test_large_problems_draw_a_sample_that_keeps_the_windows(large, monkeypatch,
 def test_too_many_pairs_to_settle_fall_back(large, monkeypatch, rs):
     X, y = gauss(rs, n=120)
     kw = dict(block_size=16, n_neighbors=3, top=10, quantiles=(0.5,))
-    monkeypatch.setattr(RS, "_MAX_SETTLED", 0)  # the duplicates alone exceed it
+    monkeypatch.setattr(
+        _review_screened, "_MAX_SETTLED", 0
+    )  # the duplicates alone exceed it
     got = _review_all(X, y, **kw)
     assert large["screened"] and large["fused"]  # begun screened, done in float64
     assert_identical(got, separate(monkeypatch, X, y, **kw))
@@ -558,25 +571,25 @@ def test_quotients_next_to_a_bin_edge(large, monkeypatch, rs):
     # it; normalize=None keeps o and d as they are
     n = 400
     X = rs.normal(size=(n, 6))
-    engine = P.PairwiseEngine(X, block_size=n)
+    engine = _engine.PairwiseEngine(X, block_size=n)
     D = engine.distances(slice(0, n), slice(0, n))  # the blocks' own values
-    bins = P.KEY_SHIFT
-    edges = np.array([P.key_floor(b) for b in range(65472 - 40, 65472 + 40)])
+    bins = _keys.KEY_SHIFT
+    edges = np.array([_keys.key_floor(b) for b in range(65472 - 40, 65472 + 40)])
     y = np.zeros(n)
     y[1:] = edges[rs.randint(0, edges.size, size=n - 1)] * D[0, 1:]
     o, d = np.abs(y[1:] - y[0]), D[0, 1:]
-    crit = _review._critical_constants(o.copy(), d.copy())
+    crit = _review_stats._critical_constants(o.copy(), d.copy())
     with np.errstate(divide="ignore", invalid="ignore"):
         q = o / d
-    straddle = P.float_key(q, bins) != P.float_key(crit, bins)
+    straddle = _keys.float_key(q, bins) != _keys.float_key(crit, bins)
     assert straddle.sum() >= 3  # the case this test is about does occur
     kw = dict(block_size=n, normalize=None, constants=list(edges[::7]), quantiles=(0.5,))
     # the float64 pass: the histogram is that of the exact constants of all pairs
     got = float64_pass(monkeypatch, X, y, **kw)
     assert_identical(got, separate(monkeypatch, X, y, **kw))
     i, j = np.triu_indices(n, 1)
-    all_crit = _review._critical_constants(np.abs(y[i] - y[j]), D[i, j].copy())
-    expected = np.bincount(P.float_key(all_crit), minlength=P.N_COARSE_KEYS)
+    all_crit = _review_stats._critical_constants(np.abs(y[i] - y[j]), D[i, j].copy())
+    expected = np.bincount(_keys.float_key(all_crit), minlength=_keys.N_COARSE_KEYS)
     np.testing.assert_array_equal(got["histogram"], expected)
     # the screened pass: the histogram within one bin; the counts at the
     # constants (pairs with o = L d to the last bit of the blocks' distances)
@@ -602,7 +615,7 @@ def test_neighbours_over_several_strips(large, per_pair, monkeypatch, rs):
     X = rs.normal(size=(700, 10))
     y = rs.randint(0, 5, size=700).astype(float)
     kw = dict(block_size=160, n_neighbors=3)
-    assert 160 > 2 * RS._STRIP_ROWS
+    assert 160 > 2 * _review_fused._STRIP_ROWS
     got = _review_all(X, y, **kw)
     assert large["screened"]
     assert_same(got, separate(monkeypatch, X, y, **kw))
@@ -618,17 +631,16 @@ import numpy as np
 import numba.core.caching
 # what numba meets where neither the installation nor the home can be written
 numba.core.caching.CacheImpl._locator_classes = []
-from sklearn_fairaes.metrics import _pairwise as P
-from sklearn_fairaes.metrics import _review_screened as RS
+from sklearn_fairaes.metrics._pairs import _blocks, _engine, _review_screened
 from sklearn_fairaes.metrics._review import _review_all
-P._CACHE_BYTES = P._SCREEN_CACHE_BYTES = 0
-P._TASK_PAIRS = 3000
+_engine._CACHE_BYTES = _engine._SCREEN_CACHE_BYTES = 0
+_blocks._TASK_PAIRS = 3000
 data = np.load(sys.argv[1])
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     got = _review_all(data["X"], data["y"], block_size=64, n_neighbors=4, top=30)
     again = _review_all(data["X"], data["y"], block_size=64, n_neighbors=4, top=30)
-assert RS.kernel() is not None and not RS.kernel().CACHED
+assert _review_screened.kernel() is not None and not _review_screened.kernel().CACHED
 with open(sys.argv[2], "wb") as fh:
     pickle.dump((got, [(w.category.__name__, str(w.message)) for w in caught]), fh)
 """
@@ -653,6 +665,6 @@ def test_kernel_without_a_writable_cache_folder(large, monkeypatch, rs, tmp_path
         got, caught = pickle.load(fh)
     assert [c for c, _ in caught] == ["CacheWriteWarning"]
     assert "NUMBA_CACHE_DIR" in caught[0][1]
-    monkeypatch.setattr(RS, "USE_KERNEL", False)
+    monkeypatch.setattr(_review_screened, "USE_KERNEL", False)
     assert_identical(got, _review_all(X, y, block_size=64, n_neighbors=4, top=30))
     assert large["screened"] and not large["fused"]

@@ -19,11 +19,17 @@ from scipy.spatial.distance import pdist
 
 import sklearn_fairaes
 from sklearn_fairaes import _config
-from sklearn_fairaes.metrics import _pairwise as P
-from sklearn_fairaes.metrics import _torch_pairs as TP
+from sklearn_fairaes.metrics import lipschitz_fraction, score_distance_curve
 from sklearn_fairaes.metrics._group import group_lipschitz_fraction
-from sklearn_fairaes.metrics._individual import lipschitz_fraction, score_distance_curve
-from sklearn_fairaes.metrics._pairwise import condensed_to_pairs, n_pairs_of
+from sklearn_fairaes.metrics._pairs import (
+    _blocks,
+    _counters,
+    _engine,
+    _scaling,
+    _torch_backend,
+    _types,
+)
+from sklearn_fairaes.metrics._pairs._types import condensed_to_pairs, n_pairs_of
 
 torch = require_module("torch", "sbert")
 
@@ -31,17 +37,17 @@ torch = require_module("torch", "sbert")
 @pytest.fixture
 def screened(monkeypatch):
     """Large-problem path at small N: float32 screening, many chunks, no caches."""
-    monkeypatch.setattr(P, "_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_SCREEN_CACHE_BYTES", 0)
-    monkeypatch.setattr(P, "_TASK_PAIRS", 3000)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_engine, "_SCREEN_CACHE_BYTES", 0)
+    monkeypatch.setattr(_blocks, "_TASK_PAIRS", 3000)
 
 
 @pytest.fixture
 def torch_blocks(monkeypatch):
     """Count the blocks made on the torch device and the float32 NumPy blocks."""
     made = {"torch": 0, "numpy32": 0}
-    torch_block = TP.TorchPairs.block
-    numpy_block = P.PairwiseEngine._make_block
+    torch_block = _torch_backend.TorchPairs.block
+    numpy_block = _engine.PairwiseEngine._make_block
 
     def on_torch(self, spec):
         made["torch"] += 1
@@ -51,8 +57,8 @@ def torch_blocks(monkeypatch):
         made["numpy32"] += kind == "similarity32"
         return numpy_block(self, spec, kind)
 
-    monkeypatch.setattr(TP.TorchPairs, "block", on_torch)
-    monkeypatch.setattr(P.PairwiseEngine, "_make_block", on_numpy)
+    monkeypatch.setattr(_torch_backend.TorchPairs, "block", on_torch)
+    monkeypatch.setattr(_engine.PairwiseEngine, "_make_block", on_numpy)
     return made
 
 
@@ -68,7 +74,7 @@ def naive_count(d, o, normalize, L):
 
 def exact_paired(X):
     """All pair distances from the engine's float64 pair routine (no screening)."""
-    engine = P.PairwiseEngine(X)
+    engine = _engine.PairwiseEngine(X)
     i, j = condensed_to_pairs(np.arange(n_pairs_of(engine.n_samples)), engine.n_samples)
     return engine.paired_distances(i, j)
 
@@ -99,7 +105,7 @@ def test_lipschitz_torch_equals_numpy_and_the_reference(
     screened, torch_blocks, case, normalize, L
 ):
     X, y = CASES[case]
-    assert P.PairwiseEngine(X, block_size=37).screenable
+    assert _engine.PairwiseEngine(X, block_size=37).screenable
     kwargs = dict(normalize=normalize, lipschitz_constant=L, block_size=37)
     ref = lipschitz_fraction(X, y, return_counts=True, **kwargs)
     assert torch_blocks == {"torch": 0, "numpy32": torch_blocks["numpy32"]}
@@ -122,8 +128,8 @@ def test_screened_distance_range_torch_is_exact(screened, case):
     X, _ = CASES[case]
     d = exact_paired(X)
     expected = (d.min(), d.max(), d.size)
-    numpy_engine = P.PairwiseEngine(X, block_size=29, backend="numpy")
-    torch_engine = P.PairwiseEngine(X, block_size=29, backend="torch", device="cpu")
+    numpy_engine = _engine.PairwiseEngine(X, block_size=29, backend="numpy")
+    torch_engine = _engine.PairwiseEngine(X, block_size=29, backend="torch", device="cpu")
     assert torch_engine.distance_range(screened=True) == expected
     assert numpy_engine.distance_range(screened=True) == expected
 
@@ -193,13 +199,13 @@ def test_torch_screen_decides_most_pairs(screened, monkeypatch):
     # exact either way; but a screen that decided nothing would be no backend
     X, y = CASES["gauss"]
     settled = []
-    settle = sklearn_fairaes.metrics._individual._settle
+    settle = sklearn_fairaes.metrics._pairs._counters._settle
 
     def spy(engine, y, i, j, *args):
         settled.append(i.size)
         return settle(engine, y, i, j, *args)
 
-    monkeypatch.setattr(sklearn_fairaes.metrics._individual, "_settle", spy)
+    monkeypatch.setattr(sklearn_fairaes.metrics._pairs._counters, "_settle", spy)
     with sklearn_fairaes.config_context(pair_backend="torch"):
         lipschitz_fraction(X, y, block_size=37)
     assert 0 <= settled[0] < n_pairs_of(160) // 100
@@ -284,7 +290,7 @@ class _BackendSeen:
 
 def test_torch_passes_run_on_torch_in_joblib_workers(screened):
     X, _ = CASES["gauss"]
-    engine = P.PairwiseEngine(X, block_size=37, n_jobs=2, backend="torch")
+    engine = _engine.PairwiseEngine(X, block_size=37, n_jobs=2, backend="torch")
     with parallel_config(backend="loky"):
         seen = engine.map_reduce(_BackendSeen())
     assert set(seen) == {"torch:cpu"} and len(seen) == len(engine._block_specs())
@@ -294,7 +300,7 @@ def test_engine_pickles_without_its_device_state(screened):
     import pickle
 
     X, y = CASES["gauss"]
-    engine = P.PairwiseEngine(X, block_size=37, backend="torch")
+    engine = _engine.PairwiseEngine(X, block_size=37, backend="torch")
     expected = engine.distance_range(screened=True)
     assert engine._torch is not None  # made by the torch pass
     copy = pickle.loads(pickle.dumps(engine))
@@ -319,7 +325,7 @@ class _ConfigSeen:
 def test_engine_tasks_run_under_the_callers_settings(screened, backend):
     X, _ = CASES["gauss"]
     with sklearn_fairaes.config_context(pair_backend="torch"):
-        engine = P.PairwiseEngine(X, block_size=37, n_jobs=2)
+        engine = _engine.PairwiseEngine(X, block_size=37, n_jobs=2)
         with parallel_config(backend=backend):
             seen = engine.map_reduce(_ConfigSeen())
     assert seen == ["torch"] * len(engine._block_specs())
@@ -331,7 +337,7 @@ def test_prompt7_tfidf_torch_equals_numpy(screened, asap7):
     part = asap7.iloc[:400]
     X = TfidfEssayVectorizer().fit_transform(list(part["essay"])).toarray()
     y = part["domain1_score"].astype(float).to_numpy()
-    assert P.PairwiseEngine(X, block_size=64).screenable
+    assert _engine.PairwiseEngine(X, block_size=64).screenable
     ref = lipschitz_fraction(X, y, block_size=64, return_counts=True)
     with sklearn_fairaes.config_context(pair_backend="torch"):
         got = lipschitz_fraction(X, y, block_size=64, return_counts=True)
@@ -350,7 +356,7 @@ def test_products_run_without_tf32_and_settings_come_back(screened, monkeypatch)
     mm = torch.mm
 
     def spy(a, b):
-        seen.append(TP._matmul_precisions(torch))
+        seen.append(_torch_backend._matmul_precisions(torch))
         return mm(a, b)
 
     monkeypatch.setattr(torch, "mm", spy)
@@ -359,51 +365,54 @@ def test_products_run_without_tf32_and_settings_come_back(screened, monkeypatch)
         lipschitz_fraction(X, y, block_size=37)
         assert seen and set(seen) == {("ieee", "ieee")}
         assert torch.backends.cuda.matmul.allow_tf32 is False  # untouched default
-        before = TP._matmul_precisions(torch)
+        before = _torch_backend._matmul_precisions(torch)
         torch.set_float32_matmul_precision("medium")  # TF32 on CUDA, bf16 in oneDNN
         try:
             seen.clear()
-            with TP.ieee_float32_matmul(torch):
-                assert TP._matmul_precisions(torch) == ("ieee", "ieee")
-            assert TP._matmul_precisions(torch) == ("tf32", "bf16")
+            with _torch_backend.ieee_float32_matmul(torch):
+                assert _torch_backend._matmul_precisions(torch) == ("ieee", "ieee")
+            assert _torch_backend._matmul_precisions(torch) == ("tf32", "bf16")
             lipschitz_fraction(X, y, block_size=37)
             assert set(seen) == {("ieee", "ieee")}
             assert torch.backends.cuda.matmul.allow_tf32 is True  # the user's again
         finally:
             torch.set_float32_matmul_precision("highest")
-        assert TP._matmul_precisions(torch) in (before, ("ieee", "ieee"))
+        assert _torch_backend._matmul_precisions(torch) in (before, ("ieee", "ieee"))
 
 
 def test_counter_without_settler_returns_the_undecided_pairs(screened):
     # a reducer made without settle= (as other passes may make it) keeps the
     # undecided pairs for the caller on torch too; settled, they give the count
-    from sklearn_fairaes.metrics import _individual as I
 
     X, y = CASES["small-int"]
     y = np.asarray(y, dtype=float)
     totals = {}
     for backend in ("numpy", "torch"):
-        engine = P.PairwiseEngine(X, block_size=37, backend=backend)
+        engine = _engine.PairwiseEngine(X, block_size=37, backend=backend)
         lo, hi, _ = engine.distance_range(screened=True)
-        d_scaling = I._scaling(lo, hi, "minmax", "distance")
-        o_scaling = I._scaling(*I._outcome_range(y), "minmax", "score difference")
-        a, b, c, margin = I._screening_coefficients(engine, y, d_scaling, o_scaling, 1.0, 0)
+        d_scaling = _scaling._scaling(lo, hi, "minmax", "distance")
+        o_scaling = _scaling._scaling(
+            *_scaling._outcome_range(y), "minmax", "score difference"
+        )
+        a, b, c, margin = _counters._screening_coefficients(
+            engine, y, d_scaling, o_scaling, 1.0, 0
+        )
         sure, n_eval, i, j, overflow = engine.map_reduce(
-            I._ScreenedLipschitzCounter(y, a, b, c, margin)
+            _counters._ScreenedLipschitzCounter(y, a, b, c, margin)
         )
         assert not overflow and i.size > 0  # ties: some pairs are undecided
-        ok = I._settle(engine, y, i, j, d_scaling, o_scaling, 1.0)
+        ok = _counters._settle(engine, y, i, j, d_scaling, o_scaling, 1.0)
         totals[backend] = (sure + int(np.count_nonzero(ok)), n_eval)
     expected = lipschitz_fraction(X, y, block_size=37, return_counts=True)
     assert totals["torch"] == totals["numpy"] == (expected.n_satisfied, expected.n_pairs)
 
 
 def test_torch_margin_covers_the_numpy_margin():
-    from sklearn_fairaes.metrics._individual import _ScreenedLipschitzCounter
+    from sklearn_fairaes.metrics._pairs._counters import _ScreenedLipschitzCounter
 
     counter = _ScreenedLipschitzCounter(np.arange(5.0), 0.5, 0.25, 0.125, 1e-6)
     assert counter.torch_margin >= counter.margin
-    assert float(counter.torch_margin) >= 1e-6 + TP.FLUSH_SLACK
+    assert float(counter.torch_margin) >= 1e-6 + _torch_backend.FLUSH_SLACK
 
 
 # --------------------------------------------------------------------------
@@ -417,14 +426,14 @@ def test_config_defaults_set_and_context():
     }
     with sklearn_fairaes.config_context(pair_backend="torch"):
         assert sklearn_fairaes.get_config()["pair_backend"] == "torch"
-        assert P.PairwiseEngine(np.eye(3)).backend == "torch"
+        assert _engine.PairwiseEngine(np.eye(3)).backend == "torch"
         # explicit parameters win over the settings
-        assert P.PairwiseEngine(np.eye(3), backend="numpy").backend == "numpy"
+        assert _engine.PairwiseEngine(np.eye(3), backend="numpy").backend == "numpy"
         with pytest.raises(ValueError, match="pair_backend must be one of"):
             with sklearn_fairaes.config_context(pair_backend="cupy"):
                 pass  # pragma: no cover - refused before the block
         assert sklearn_fairaes.get_config()["pair_backend"] == "torch"
-    assert P.PairwiseEngine(np.eye(3)).backend == "numpy"
+    assert _engine.PairwiseEngine(np.eye(3)).backend == "numpy"
     sklearn_fairaes.set_config(pair_backend="torch")
     try:
         assert sklearn_fairaes.get_config()["pair_backend"] == "torch"
@@ -478,7 +487,7 @@ def test_new_threads_start_from_the_defaults():
 )
 def test_bad_backend_or_device(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        P.PairwiseEngine(np.eye(3), **kwargs)
+        _engine.PairwiseEngine(np.eye(3), **kwargs)
 
 
 def test_cuda_without_cuda_is_a_clear_error_before_any_work(monkeypatch):
@@ -486,31 +495,36 @@ def test_cuda_without_cuda_is_a_clear_error_before_any_work(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     bad_X = object()  # never read: the device is checked first
     with pytest.raises(ValueError, match="CUDA is not available here"):
-        P.PairwiseEngine(bad_X, backend="torch", device="cuda")
+        _engine.PairwiseEngine(bad_X, backend="torch", device="cuda")
     with sklearn_fairaes.config_context(pair_backend="torch", device="cuda"):
         with pytest.raises(ValueError, match="CUDA is not available here"):
             lipschitz_fraction(np.eye(3), [1, 2, 3])
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     with pytest.raises(ValueError, match=r"has 1 CUDA device\(s\) \(cuda:0 to cuda:0\)"):
-        P.PairwiseEngine(bad_X, backend="torch", device="cuda:3")
+        _engine.PairwiseEngine(bad_X, backend="torch", device="cuda:3")
 
 
 def test_torch_missing_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
     with pytest.raises(ImportError, match=r'pip install "sklearn-fairaes\[sbert\]"'):
-        P.PairwiseEngine(np.eye(3), backend="torch")
-    assert P.PairwiseEngine(np.eye(3)).backend == "numpy"  # the default needs no torch
+        _engine.PairwiseEngine(np.eye(3), backend="torch")
+    assert (
+        _engine.PairwiseEngine(np.eye(3)).backend == "numpy"
+    )  # the default needs no torch
 
 
 def test_default_block_size_on_a_cuda_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    assert TP.device_block_size(10**6) == TP.CUDA_BLOCK_SIZE
-    assert TP.device_block_size(10_000) == P._default_block_size(10_000)
-    engine = P.PairwiseEngine(np.ones((100_000, 1)), backend="torch", device="cuda")
-    assert engine.block_size == TP.CUDA_BLOCK_SIZE
-    assert P.PairwiseEngine(np.ones((100_000, 1))).block_size == P.DEFAULT_BLOCK_SIZE
+    assert _torch_backend.device_block_size(10**6) == _torch_backend.CUDA_BLOCK_SIZE
+    assert _torch_backend.device_block_size(10_000) == _types._default_block_size(10_000)
+    engine = _engine.PairwiseEngine(np.ones((100_000, 1)), backend="torch", device="cuda")
+    assert engine.block_size == _torch_backend.CUDA_BLOCK_SIZE
+    assert (
+        _engine.PairwiseEngine(np.ones((100_000, 1))).block_size
+        == _types.DEFAULT_BLOCK_SIZE
+    )
 
 
 # --------------------------------------------------------------------------

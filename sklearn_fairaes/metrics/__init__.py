@@ -7,7 +7,9 @@ Python ``float`` result (a fraction, never a percentage); group metrics take
 the writers' group labels as ``groups=`` and return tables. ``*_score`` and plain
 names are higher-is-better; ``*_error``/``*_difference`` are signed or
 lower-is-better as documented. All pair metrics share one pairwise engine that
-walks the upper triangle of pairs in blocks, never holding N x N.
+walks the upper triangle of pairs in blocks, never holding N x N (the private
+package ``_pairs``); an engine built once can be passed as ``X`` to several
+metrics, which then share its work (see :func:`lipschitz_fraction`).
 """
 
 from ._agreement import (
@@ -27,7 +29,7 @@ from ._individual import (
     lipschitz_fraction,
     score_distance_curve,
 )
-from ._pairwise import condensed_distances
+from ._pairs._engine import condensed_distances
 from ._ranking import paraphrase_ndcg
 from ._review import essay_consistency, lipschitz_profile, lipschitz_violations
 from ._scorer import FairnessScorer, get_scorer, get_scorer_names, make_fairness_scorer

@@ -43,7 +43,6 @@ from sklearn.utils import Bunch
 from .._validation import check_groups, check_same_length, check_scores
 from ..exceptions import UndefinedMetricWarning
 from ..resources import require
-from . import _individual, _torch_pairs
 from ._agreement import (
     _SMD_METHODS,
     _check_integer_valued,
@@ -53,16 +52,17 @@ from ._agreement import (
     qwk,
     standardized_mean_difference,
 )
-from ._individual import (
+from ._pairs import _counters, _torch_backend
+from ._pairs._counters import (
     _LipschitzCounter,
-    _normalise,
-    _outcome_range,
-    _scaling,
     _ScreenedLipschitzCounter,
     _screening_coefficients,
     _settle,
 )
-from ._pairwise import PairwiseEngine, TableResult, check_option, check_real
+from ._pairs._engine import PairwiseEngine, as_engine
+from ._pairs._results import TableResult
+from ._pairs._scaling import _check_score_span, _normalise, _outcome_range, _scaling
+from ._pairs._types import check_option, check_real
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -71,8 +71,9 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
     from numpy.typing import ArrayLike, NDArray
 
-    from ._individual import Scaling, ScreenedCounts
-    from ._pairwise import Metric, PairBlock
+    from ._pairs._blocks import PairBlock
+    from ._pairs._scaling import Scaling
+    from ._pairs._types import Metric, ScreenedCounts
 
     #: Counts of the Lipschitz pairs: per group within groups (satisfied,
     #: evaluated), then across groups (satisfied, evaluated).
@@ -682,7 +683,7 @@ def _warn_undefined_fits(fits: dict[str, Bunch], null: Bunch, n_group: int, n: i
 class _GroupLipschitzCounter:
     """Per group, the pairs of a within-group engine that satisfy the inequality.
 
-    The arithmetic is that of :class:`._individual._LipschitzCounter`, step for
+    The arithmetic is that of :class:`._pairs._counters._LipschitzCounter`, step for
     step, so every pair is decided as :func:`lipschitz_fraction` decides it.
     """
 
@@ -731,7 +732,7 @@ class _GroupLipschitzCounter:
 
 
 class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
-    """Float32 screening of :class:`._individual._ScreenedLipschitzCounter`, per group."""
+    """Float32 screening of :class:`._pairs._counters._ScreenedLipschitzCounter`, per group."""
 
     def __init__(
         self,
@@ -742,7 +743,7 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
         margin: float,
         codes: NDArray[np.intp],
         n_groups: int,
-        settle: _individual._Settler | None = None,
+        settle: _counters._Settler | None = None,
     ) -> None:
         super().__init__(y, a, b, c, margin, settle=settle)
         self.codes, self.n_groups = codes, n_groups
@@ -760,15 +761,15 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
         i, j = self.undecided(block, T)
         return sure, pairs, i, j, False
 
-    def map_torch(self, block: _torch_pairs.TorchBlock) -> ScreenedCounts:
+    def map_torch(self, block: _torch_backend.TorchBlock) -> ScreenedCounts:
         """:meth:`map` of a block on the torch backend (same counts, on the device)."""
-        sure_rows, (i, j) = _torch_pairs.lipschitz_screen(
+        sure_rows, (i, j) = _torch_backend.lipschitz_screen(
             block, self.y32, self.a, self.b, self.c, self.torch_margin, per_row=True
         )
         rows = self.codes[block.row_start : block.row_stop]
         sure = np.bincount(rows, weights=sure_rows, minlength=self.n_groups)
         sure = sure.astype(np.int64)
-        valid = _torch_pairs.valid_per_row(block)
+        valid = _torch_backend.valid_per_row(block)
         pairs = np.bincount(rows, weights=valid, minlength=self.n_groups)
         if self.settle is not None:  # as in the parent's map_torch
             sure += np.bincount(self.codes[i[self.settle(i, j)]], minlength=self.n_groups)
@@ -803,7 +804,7 @@ def _screened_group_counts(
     a, b, c, margin = _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max)
     # the torch backend settles undecided pairs block by block (see
     # _ScreenedLipschitzCounter); the exact distances are the overall engine's
-    settle = _individual._Settler(engine, y, d_scaling, o_scaling, L)
+    settle = _counters._Settler(engine, y, d_scaling, o_scaling, L)
     w_sure, w_pairs, wi, wj, w_over = within.map_reduce(
         _ScreenedGroupLipschitzCounter(y, a, b, c, margin, codes, n_groups, settle)
     )
@@ -819,7 +820,7 @@ def _screened_group_counts(
     if (
         w_over
         or b_over
-        or (several_blocks and wi.size + bi.size > _individual._MAX_UNDECIDED)
+        or (several_blocks and wi.size + bi.size > _counters._MAX_UNDECIDED)
     ):
         return None
     w_ok = _settle(engine, y, wi, wj, d_scaling, o_scaling, L)
@@ -970,7 +971,7 @@ def group_lipschitz_fraction(
     Notes
     -----
     The pairs are walked by the blocked engine of
-    ``sklearn_fairaes.metrics._pairwise`` with its group filter, never
+    ``sklearn_fairaes.metrics._pairs`` with its group filter, never
     as an ``N x N`` matrix: one pass for the distance range over all pairs,
     one over the within-group pairs and one over the cross-group pairs
     (three passes, against two for :func:`lipschitz_fraction`). Large dense
@@ -989,32 +990,14 @@ def group_lipschitz_fraction(
     """
     check_option(normalize, "normalize", ("minmax", "max", None))
     L = check_real(lipschitz_constant, "lipschitz_constant", positive=True)
-    engine = PairwiseEngine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
+    engine = as_engine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
     y = check_scores(y_pred, name="y_pred", n_samples=engine.n_samples, min_samples=2)
-    y = _individual._check_score_span(y, "y_pred")  # differences must not overflow
+    y = _check_score_span(y, "y_pred")  # differences must not overflow
     labels = check_groups(groups, n_samples=engine.n_samples)
     names, codes, sizes = np.unique(labels, return_inverse=True, return_counts=True)
     n_groups = names.shape[0]
     codes = codes.astype(np.intp)
-    engines = (
-        engine,
-        PairwiseEngine(
-            X,
-            pairs="within",
-            metric=metric,
-            block_size=block_size,
-            n_jobs=n_jobs,
-            groups=codes,
-        ),
-        PairwiseEngine(
-            X,
-            pairs="between",
-            metric=metric,
-            block_size=block_size,
-            n_jobs=n_jobs,
-            groups=codes,
-        ),
-    )
+    engines = (engine, engine.filtered(codes, "within"), engine.filtered(codes, "between"))
     o_range = _outcome_range(y)
     counted: GroupCounts | None = None
     d_range: tuple[float, float] | None = None

@@ -18,13 +18,14 @@ import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
 from ..exceptions import UndefinedMetricWarning
-from ._pairwise import PairwiseEngine, check_int
+from ._pairs._engine import PairwiseEngine
+from ._pairs._types import check_int
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
     from numpy.typing import ArrayLike, NDArray
 
-    from ._pairwise import Metric
+    from ._pairs._types import Metric
 
 __all__ = ["paraphrase_ndcg"]
 

@@ -165,7 +165,7 @@ def _paired_distances(
     R0: _Matrix, R1: _Matrix, metric: str | Callable[..., float]
 ) -> NDArray[np.float64]:
     """Distance of each original (row of ``R0``) to its edited copy (row of ``R1``)."""
-    from ..metrics._pairwise import PairwiseEngine
+    from ..metrics._pairs._engine import PairwiseEngine
 
     m = R0.shape[0]
     stacked = (
@@ -429,7 +429,8 @@ def perturbation_audit(
     1        word_salad     drop          4         0.900449
     """
     pd = require("pandas", extra="report", purpose="the perturbation audit's tables")
-    from ..metrics._pairwise import PairwiseEngine, check_real
+    from ..metrics._pairs._engine import PairwiseEngine
+    from ..metrics._pairs._types import check_real
     from ..metrics._scorer import _fitted
     from ..text import TfidfEssayVectorizer
 
@@ -541,7 +542,7 @@ def _score_edits(
     pd: ModuleType,
 ) -> tuple[pandas.DataFrame, pandas.DataFrame, tuple[float, float]]:
     """Summary and detail tables of one model over the edited essays."""
-    from ..metrics._individual import _normalise, _outcome_range, _scaling
+    from ..metrics._pairs._scaling import _normalise, _outcome_range, _scaling
 
     n = len(essays)
     name = "the estimator's predictions"

@@ -1571,48 +1571,32 @@ def _empty_vector_note(rname: str, X: Any, ids: NDArray[Any]) -> tuple[int, str 
     )
 
 
-def dense(X: Any) -> NDArray[Any]:
-    """A dense array of ``X`` (sparse or not)."""
-    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-
-
-def sample_distances(
-    X: Any,
-    i: NDArray[np.integer[Any]],
-    j: NDArray[np.integer[Any]],
-    chunk: int = 50_000,
-) -> NDArray[np.float64]:
-    """Cosine distances of the pairs (i[k], j[k]), a chunk at a time."""
-    out = np.empty(len(i))
-    for start in range(0, len(i), chunk):
-        a = dense(X[i[start : start + chunk]])
-        b = dense(X[j[start : start + chunk]])
-        na = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-        sim = np.einsum("ij,ij->i", a, b) / np.where(na > 0, na, 1)
-        out[start : start + chunk] = np.clip(1.0 - sim, 0.0, 2.0)
-    return out
-
-
 def pair_space(rname: str, rep: Any, X: Any, settings: Settings) -> PairSpace:
     """The pairs of one representation within one study.
 
-    The pair metrics share one set of condensed distances when they fit in
-    memory; above ``MAX_CONDENSED`` essays they walk the vectors in blocks and
-    the distance distribution is drawn from random pairs (the Lipschitz
-    analysis notes it).
+    One engine per study and representation, which every pair analysis
+    passes to the metrics as ``X``: they share its validated rows and its
+    distance range. It holds the condensed distances (``"precomputed"``)
+    when they fit in memory; above ``MAX_CONDENSED`` essays it walks the
+    vectors in blocks and the distance distribution is drawn from random
+    pairs, whose distances are the engine's own (the Lipschitz analysis
+    notes it).
     """
     from ..metrics import condensed_distances
+    from ..metrics._pairs._engine import PairwiseEngine
 
     n = X.shape[0]
     if n <= MAX_CONDENSED:
         D = condensed_distances(X, n_jobs=settings.n_jobs)
-        return PairSpace(rname, rep, X, D, "precomputed", D)
+        engine = PairwiseEngine(D, metric="precomputed", n_jobs=settings.n_jobs)
+        return PairSpace(rname, rep, X, engine, "precomputed", D)
+    engine = PairwiseEngine(X, metric="cosine", n_jobs=settings.n_jobs)
     rng = np.random.default_rng(settings.random_state)
     i = rng.integers(0, n, DIST_SAMPLE)
     j = rng.integers(0, n, DIST_SAMPLE)
     keep = i != j
     i, j = i[keep], j[keep]
-    return PairSpace(rname, rep, X, X, "cosine", sample_distances(X, i, j), (i, j))
+    return PairSpace(rname, rep, X, engine, "cosine", engine.paired_distances(i, j), (i, j))
 
 
 def build_studies(

@@ -55,9 +55,11 @@ class System:
 class PairSpace:
     """One representation's essay pairs within one study, shared by every pair analysis.
 
-    ``pairs`` and ``metric`` are what the pair metrics take: condensed
-    distances with ``"precomputed"`` when they fit in memory, else the
-    vectors with ``"cosine"`` (the metrics walk the pairs in blocks).
+    ``pairs`` and ``metric`` are what the pair metrics take as ``X`` and
+    ``metric``: one pair engine (``sklearn_fairaes.metrics._pairs``) built
+    once, over condensed distances with ``"precomputed"`` when they fit in
+    memory, else over the vectors with ``"cosine"`` (the metrics walk the
+    pairs in blocks), so that every analysis shares its distance range.
     ``distance_sample`` holds every pair's distance in the first case and a
     random sample in the second, whose indices are ``sample_pairs``.
     """

@@ -42,15 +42,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._config import check_device_name
-from ..resources import require
+from ..._config import check_device_name
+from ...resources import require
+from ._types import _MIN_BANDS, _MIN_BLOCK_SIZE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from numpy.typing import NDArray
 
-    from ._pairwise import BlockSpec, Pairs
+    from ._types import BlockSpec, Pairs
 
 __all__: list[str] = []
 
@@ -71,8 +72,6 @@ setup_lock = threading.Lock()
 
 def device_block_size(n_samples: int) -> int:
     """Default block side on a CUDA device: as on the CPU, up to :data:`CUDA_BLOCK_SIZE`."""
-    from ._pairwise import _MIN_BANDS, _MIN_BLOCK_SIZE
-
     return min(CUDA_BLOCK_SIZE, max(_MIN_BLOCK_SIZE, -(-n_samples // _MIN_BANDS)))
 
 
@@ -84,25 +83,18 @@ def import_torch() -> Any:
 def check_device(device: object) -> str:
     """``device`` if this machine has it, else a ValueError, before any work.
 
-    Imports torch (an ImportError naming the extra when it is missing).
+    The spelling is that of ``set_config(device=)``; whether the machine has
+    the device is asked of torch as for the neural encoders (one check,
+    ``text._device.check_device``). Imports torch even for ``"cpu"``: the
+    backend needs it there too (an ImportError naming the extra when it is
+    missing).
     """
+    # function level: the pair engine needs it only on the torch backend
+    from ...text._device import check_device as check_torch_device
+
     device = check_device_name(device)
-    torch = import_torch()
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"device={device!r} was asked for the torch pair backend, but CUDA is "
-                f"not available here (torch {torch.__version__}, "
-                "torch.cuda.is_available() is False); pass device='cpu', or install "
-                "a CUDA build of torch on a machine with a GPU"
-            )
-        count = torch.cuda.device_count()
-        index = int(device.partition(":")[2] or 0)
-        if index >= count:
-            raise ValueError(
-                f"device={device!r} was asked for the torch pair backend, but this "
-                f"machine has {count} CUDA device(s) (cuda:0 to cuda:{count - 1})"
-            )
+    import_torch()
+    check_torch_device(device, purpose="the torch pair backend")
     return device
 
 

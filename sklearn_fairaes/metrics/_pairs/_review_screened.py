@@ -1,13 +1,13 @@
 """The review pass of large dense cosine problems, screened in float32.
 
-:func:`sklearn_fairaes.metrics._review._review` needs, over all pairs, each
+:func:`sklearn_fairaes.metrics._pairs._review_pass._review` needs, over all pairs, each
 essay's nearest neighbours, the worst violations, the counts at a few
 Lipschitz constants, a histogram of the critical constants (the profile's
 curve) and a few order statistics of them (the quantile constants). The
 float64 pass (``_FusedReview``) computes every pair's distance in float64 and
 about 20 element-wise operations on it. This pass reads the float32 products
 that :func:`lipschitz_fraction`'s screen reads, does about ten float32
-operations per pair (in one compiled loop, ``_review_kernel``, when numba is
+operations per pair (in one compiled loop, ``_kernels``, when numba is
 installed; else NumPy passes over strips that stay in the cache, with the
 same results), and settles exactly,
 with distances computed pair by pair (:meth:`PairwiseEngine.paired_distances`,
@@ -58,19 +58,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..exceptions import CacheWriteWarning
-from ._individual import _normalise, _settle
-from ._pairwise import N_COARSE_KEYS, _pass_threads, float_key, pairs_to_condensed
-from ._review import _critical_constants, _ThreadLocalCache
+from ...exceptions import CacheWriteWarning
+from ._blocks import _pass_threads
+from ._counters import _settle
+from ._keys import N_COARSE_KEYS, float_key
+from ._review_stats import _critical_constants, _ThreadLocalCache
+from ._scaling import _normalise
+from ._types import pairs_to_condensed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from numpy.typing import NDArray
 
-    from ._individual import Scaling
-    from ._pairwise import PairBlock, PairwiseEngine
-    from ._review import _PairStatistics
+    from ._blocks import PairBlock
+    from ._engine import PairwiseEngine
+    from ._review_stats import _PairStatistics
+    from ._scaling import Scaling
 
 _U32 = float(np.finfo(np.float32).eps) / 2
 _U64 = float(np.finfo(np.float64).eps) / 2
@@ -112,12 +116,12 @@ USE_KERNEL = True
 @functools.cache
 def _load_kernel() -> Any:
     try:
-        from . import _review_kernel
+        from . import _kernels
     except ModuleNotFoundError as exc:
         if exc.name != "numba":
             raise
         return None
-    if not _review_kernel.CACHED:
+    if not _kernels.CACHED:
         warnings.warn(
             "numba found no writable folder for its cache, so the review kernel "
             "is compiled again in every process (a few seconds each); set "
@@ -125,7 +129,7 @@ def _load_kernel() -> Any:
             CacheWriteWarning,
             stacklevel=2,
         )
-    return _review_kernel
+    return _kernels
 
 
 _KERNEL_LOCK = threading.Lock()
