@@ -29,6 +29,7 @@ __all__ = [
     "check_score_column",
     "MAX_SCORE_POINTS",
     "check_params",
+    "unmet_constraints",
     "Interval",
     "Options",
     "InvalidParameterError",
@@ -1163,11 +1164,44 @@ def check_params(estimator: object, constraints: dict[str, list[Any]]) -> None:
     """  # noqa: E501
     for name, allowed in constraints.items():
         value = getattr(estimator, name)
-        if any(_constraint_accepts(c, value) for c in allowed):
-            continue
-        texts = [_constraint_text(c) for c in allowed]
-        must = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {type(estimator).__name__} must be {must}. "
-            f"Got {value!r} instead."
-        )
+        must = unmet_constraints(value, allowed)
+        if must is not None:
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} must be {must}. "
+                f"Got {value!r} instead."
+            )
+
+
+def unmet_constraints(value: object, allowed: Sequence[Any]) -> str | None:
+    """What ``value`` must be when it satisfies none of ``allowed``, else None.
+
+    The one test behind :func:`check_params` and the audit's options
+    (``report._config``), so that both accept the same values and word the
+    constraint the same way.
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    allowed : sequence
+        Constraints as in :func:`check_params`; the value must satisfy one.
+
+    Returns
+    -------
+    must : str or None
+        ``"an int in the range [1, inf) or None"`` when no constraint holds;
+        None when one does.
+
+    Examples
+    --------
+    >>> import numbers
+    >>> from sklearn_fairaes._validation import Interval, unmet_constraints
+    >>> unmet_constraints(3, [Interval(numbers.Integral, 1, None), None]) is None
+    True
+    >>> unmet_constraints(0, [Interval(numbers.Integral, 1, None), None])
+    'an int in the range [1, inf) or None'
+    """
+    if any(_constraint_accepts(c, value) for c in allowed):
+        return None
+    texts = [_constraint_text(c) for c in allowed]
+    return texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"

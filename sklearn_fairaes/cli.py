@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from ._interrupts import interrupts_kept
 from ._version import __version__
-from .text._sbert import BACKENDS as SBERT_BACKENDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -682,23 +681,8 @@ def _run_audit(
         prompt=prompt,
         group_col=args.group_col,
         id_col=args.id_col,
-        # an empty option gives no names, which audit() refuses with a message
-        representations=_split(args.representations) or [],
-        letters=args.letters,
-        **options,
-        cv=args.cv,
+        **{**_option_values(args), **options},
         paraphrases=paraphrases,
-        random_state=args.random_state,
-        n_jobs=args.n_jobs,
-        grammar=args.grammar,
-        sbert_model=args.sbert_model,
-        sbert_backend=args.sbert_backend,
-        device=args.device,
-        perturbations=args.perturbations,
-        n_perturbation_essays=args.n_perturbation_essays,
-        n_review=args.n_review,
-        n_neighbors=args.n_neighbors,
-        cache=_cache_option(args),
         # the command owns its interpreter: the Ctrl-C guard (main() holds it
         # already) and the shorter GIL switch interval while paraphrases run
         tune_interpreter=True,
@@ -707,21 +691,26 @@ def _run_audit(
     )
 
 
-def _check_device_option(args: argparse.Namespace) -> None:
-    """``--device``: refused before the output folder is claimed or any data is read."""
-    from .text._device import check_device
+def _option_values(args: argparse.Namespace) -> dict[str, Any]:
+    """audit()'s options from their flags (see ``report._config.cli_values``)."""
+    from .report._config import cli_values
+
+    return cli_values(args)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """The options' one check (``AuditConfig.validate``), run before ``--out`` is claimed.
+
+    So that a bad option (``--device cuda`` on a machine without CUDA) is
+    refused before the output folder is locked or any data is read.
+    """
+    from .report import AuditInputError
+    from .report._config import AuditConfig
 
     try:
-        check_device(args.device, purpose="the neural encoders")
-    except (TypeError, ValueError) as exc:
-        raise BadInput(f"--device {args.device}: {exc}") from None
-
-
-def _cache_option(args: argparse.Namespace) -> bool | str:
-    """audit()'s ``cache``: --no-cache, --cache DIR, else the per-user folder."""
-    if args.no_cache:
-        return False
-    return True if args.cache is None else str(args.cache)
+        AuditConfig(**_option_values(args)).validate()
+    except AuditInputError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def _claim_output(args: argparse.Namespace, inputs: Sequence[str | None]) -> ReportFolder:
@@ -866,7 +855,7 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
-    _check_device_option(args)
+    _check_options(args)
     claim = _claim_output(args, _inputs(args))
     try:
         frame = read_table(args.data, encoding=args.encoding)
@@ -914,7 +903,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .datasets import load_demo_essays, load_demo_prompt
     from .report import AuditInputError
 
-    _check_device_option(args)
+    _check_options(args)
     claim = _claim_output(args, [])
     try:
         frame = load_demo_essays()
@@ -996,119 +985,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _n_jobs(value: str) -> int:
-    """argparse type of --n-jobs: a non-zero integer, as joblib reads it."""
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer, got {value[:40]!r}"
-        ) from None
-    if n == 0:
-        raise argparse.ArgumentTypeError(
-            "0 runs nothing; pass a positive number of processes, or -1 for all cores"
-        )
-    return n
-
-
 def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> None:
-    p.add_argument(
-        "--representations",
-        default="bow,tfidf,sbert",
-        help="comma-separated: bow, tfidf, sbert, laser (default: %(default)s)",
-    )
-    p.add_argument(
-        "--letters",
-        default="ascii",
-        choices=("ascii", "unicode"),
-        help="what bow and tfidf count as letters: ascii (the paper's A-Z; an essay in "
-        "another script keeps only its A-Z words, which the report notes) or unicode "
-        "(the letters of every script); default: %(default)s",
-    )
-    which = (
-        "ridge, random_forest, gradient_boosting (short answers also "
-        "reference_similarity); default: all three when no --system-cols or "
-        "--model-file is given, else none (name them to add baselines side by side)"
-        if systems
-        else "ridge, random_forest, gradient_boosting; default: all three"
-    )
-    p.add_argument(
-        "--models",
-        default=None,
-        metavar="NAMES",
-        help=f"baseline models the audit trains itself, comma-separated: {which}",
-    )
-    p.add_argument("--cv", type=int, default=5, help="cross-validation folds (default: 5)")
-    p.add_argument("--random-state", type=int, default=0)
-    p.add_argument(
-        "--n-jobs",
-        type=_n_jobs,
-        default=None,
-        help="parallel processes (-1: all cores; default: one)",
-    )
-    p.add_argument(
-        "--grammar",
-        default=None,
-        metavar="URL",
-        help="LanguageTool server for the language_errors feature",
-    )
-    p.add_argument("--sbert-model", default="all-MiniLM-L6-v2")
-    p.add_argument(
-        "--sbert-backend",
-        default="torch",
-        choices=SBERT_BACKENDS,
-        help="what runs the Sentence-BERT model: torch (the exact float32 vectors; "
-        "default), torch-bf16 (the model in bfloat16: faster on CPUs with AMX or "
-        "AVX512-BF16, cosine to the float32 vectors above 0.9999), onnx, onnx-int8 "
-        "(ONNX Runtime, the onnx extra)",
-    )
-    p.add_argument(
-        "--device",
-        default=None,
-        metavar="DEVICE",
-        help="torch device of the Sentence-BERT and LASER encoders: cpu, cuda, cuda:N "
-        "(default: Sentence-BERT's own choice, LASER on the CPU); checked before any work",
-    )
-    p.add_argument(
-        "--perturbations",
-        default=None,
-        metavar="NAMES",
-        help="add the counterfactual audit: 'default', 'all' or comma-separated names "
-        "(synonym, typos, sentence_shuffle, word_salad, ...)",
-    )
-    p.add_argument(
-        "--n-perturbation-essays",
-        type=int,
-        default=200,
-        help="held-out essays edited by the counterfactual audit (default: %(default)s)",
-    )
-    p.add_argument(
-        "--n-review",
-        type=int,
-        default=20,
-        help="essays to review and worst pairs listed per representation and system "
-        "(default: %(default)s)",
-    )
-    p.add_argument(
-        "--n-neighbors",
-        type=int,
-        default=5,
-        help="nearest essays each essay is compared with for the essays to review "
-        "(default: %(default)s)",
-    )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument(
-        "--cache",
-        default=None,
-        metavar="DIR",
-        help="folder of the persistent embedding cache (default: $SKLEARN_FAIRAES_CACHE, "
-        "else ~/.cache/sklearn_fairaes/embeddings); a re-run encodes nothing again",
-    )
-    where.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="keep embeddings in memory for this run only",
-    )
+    """The audit's options (declared once in ``report._config``), then the command's own."""
+    from .report._config import add_arguments
+
+    add_arguments(p, demo=not systems)
     p.add_argument(
         "--force",
         action="store_true",

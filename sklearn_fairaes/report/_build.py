@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
 REPRESENTATION_NAMES = ("bow", "tfidf", "sbert", "laser")
 # What bow and tfidf count as letters (their ``letters`` parameter).
-LETTERS = ("ascii", "unicode")
 MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
 # The trained baseline of short answers (its scores come from the reference
 # answers, not from a representation's vectors).
@@ -483,23 +482,6 @@ class Plan:
         return np.flatnonzero(self.prompt_ids == prompt)
 
 
-def _check_encoder_settings(settings: Settings) -> None:
-    """The backend and device of the neural encoders, checked before any work."""
-    from ..text._device import check_device
-    from ..text._sbert import BACKENDS
-
-    backend = settings.sbert_backend
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise AuditInputError(
-            f"sbert_backend must be one of {', '.join(map(repr, BACKENDS))}; "
-            f"got {backend!r}"
-        )
-    try:
-        check_device(settings.device, purpose="the audit's neural encoders")
-    except (TypeError, ValueError) as exc:
-        raise AuditInputError(str(exc)) from None
-
-
 def plan_audit(
     data: object,
     *,
@@ -513,18 +495,19 @@ def plan_audit(
     group_col: str | None,
     id_col: str | None,
     systems: Any,
-    representations: Sequence[str] | Mapping[str, Any],
-    models: Any,
     refit: bool | Collection[str],
     paraphrases: str | Sequence[str] | None,
     reference_col: str | None,
     reference_sep: str | None,
-    perturbations: str | Sequence[str] | None,
-    grammar: str | None,
     settings: Settings,
 ) -> Plan:
-    """Check every input of the audit for every prompt; see the module docstring."""
-    _check_encoder_settings(settings)
+    """Check every input of the audit for every prompt; see the module docstring.
+
+    Every option of ``settings`` is checked here, once (``AuditConfig.validate``),
+    before the data; what depends on the data (``cv`` against the smallest
+    prompt, perturbations needing a prompt text) is checked with it.
+    """
+    settings.validate()
     pd = require("pandas", purpose="the audit")
     if not isinstance(data, pd.DataFrame):
         raise AuditInputError(
@@ -586,13 +569,8 @@ def plan_audit(
         references = _references(data, reference_col, reference_sep, prompt_ids, where)
     elif reference_sep is not None:
         raise AuditInputError("reference_sep needs reference_col (the reference answers)")
-    if settings.letters not in LETTERS:
-        raise AuditInputError(
-            f"letters must be one of {', '.join(map(repr, LETTERS))}, got "
-            f"{short(settings.letters)}"
-        )
     reps = named(
-        representations,
+        settings.representations,
         make_representation,
         "representations",
         sbert_model=settings.sbert_model,
@@ -602,18 +580,18 @@ def plan_audit(
         letters=settings.letters,
     )
     given, given_columns = _given(data, systems, len(essays), scales, where)
-    trained, fitted = _models(models, refit, bool(given), settings, short_answer)
+    trained, fitted = _models(settings.models, refit, bool(given), settings, short_answer)
     check_per_representation(trained, reps)
     _check_names(given, trained, fitted)
     if trained:
         smallest = min(order, key=lambda p: int(np.sum(prompt_ids == p)))
         n_min = int(np.sum(prompt_ids == smallest))
-        cv = settings.cv
-        if not isinstance(cv, int) or isinstance(cv, bool) or not 2 <= cv <= n_min:
+        # the declared constraint (an int >= 2) was checked by validate()
+        if settings.cv > n_min:
             of = "" if prompt_col is None else f" of prompt {smallest!r}"
             raise AuditInputError(
                 f"cv must be an int between 2 and the number of essays{of} ({n_min}), "
-                f"got {cv!r}"
+                f"got {settings.cv!r}"
             )
     if not given and not trained and not fitted:
         raise AuditInputError(
@@ -621,22 +599,10 @@ def plan_audit(
             "(baselines to train, or fitted models with refit=False), or leave models "
             "at its default"
         )
-    for option in (
-        "k_extreme",
-        "n_profile_pairs",
-        "n_paraphrase_samples",
-        "n_review",
-        "n_neighbors",
-    ):
-        value = getattr(settings, option)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise AuditInputError(f"{option} must be an int >= 1, got {value!r}")
-    _check_grammar(grammar)
+    _check_grammar(settings.grammar)
     has_prompt = any(t is not None for t in texts.values())
-    settings.perturbations = _check_perturbations(
-        perturbations, has_prompt, settings.n_perturbation_essays
-    )
-    chosen, omitted = _chosen_features(has_prompt, grammar)
+    settings.perturbations = _check_perturbations(settings.perturbations, has_prompt)
+    chosen, omitted = _chosen_features(has_prompt, settings.grammar)
     _check_neural_models(reps, chosen, settings)
     return Plan(
         text_col=text_col,
@@ -1199,17 +1165,13 @@ def _check_neural_models(
 
 
 def _check_perturbations(
-    perturbations: str | Sequence[str] | None, has_prompt: bool, n_essays: int
+    perturbations: str | Sequence[str] | None, has_prompt: bool
 ) -> tuple[str, ...] | None:
     """The perturbation names to run (None: none), checked before any work."""
     if perturbations is None:
         return None
     from ..perturb import DEFAULT_PERTURBATIONS, PERTURBATION_NAMES
 
-    if isinstance(n_essays, bool) or not isinstance(n_essays, int) or n_essays < 2:
-        raise AuditInputError(
-            f"n_perturbation_essays must be an int >= 2, got {n_essays!r}"
-        )
     if isinstance(perturbations, str):
         if perturbations == "default":
             names = [
