@@ -309,7 +309,7 @@ RUN = OptionGroup(
             help="LanguageTool server for the language_errors feature",
             fix="pass a LanguageTool server URL or 'local'",
             metavar="URL",
-            # the server itself is probed at plan time (report._build._check_grammar)
+            # the server itself is probed at plan time (report._inputs._check_grammar)
         ),
     ),
 )
@@ -399,7 +399,7 @@ COUNTERFACTUAL = OptionGroup(
             "perturbations",
             None,
             # the names are checked against the data (a prompt_stuffing needs
-            # the task statement): report._build._check_perturbations
+            # the task statement): report._inputs._check_perturbations
             (None, str, list, tuple),
             help="add the counterfactual audit: 'default', 'all' or comma-separated "
             "names (synonym, typos, sentence_shuffle, word_salad, ...)",
@@ -520,7 +520,7 @@ class AuditConfig:
     >>> AuditConfig(n_review=0).validate()
     Traceback (most recent call last):
     ...
-    sklearn_fairaes.report._build.AuditInputError: n_review (--n-review) must be an int in the range [1, inf), got 0; pass a number of rows such as n_review=20 (default: 20)
+    sklearn_fairaes.report._inputs.AuditInputError: n_review (--n-review) must be an int in the range [1, inf), got 0; pass a number of rows such as n_review=20 (default: 20)
     """  # noqa: E501
 
     values: dict[str, Any]
@@ -568,7 +568,7 @@ class AuditConfig:
             Naming the first refused option (keyword and flag), what it must
             be and how to fix it.
         """
-        from ._build import AuditInputError
+        from ._inputs import AuditInputError
 
         for name, option in self.options.items():
             message = option.refusal(self.values[name])
@@ -675,8 +675,9 @@ def check_signature(
 
     Examples
     --------
-    >>> from sklearn_fairaes.report._config import check_signature
-    >>> check_signature({"cv": 4})[:1]
+    >>> from sklearn_fairaes.report._config import GROUPS, check_signature, collect
+    >>> defaults = {name: o.default for name, o in collect(GROUPS).items()}
+    >>> check_signature({**defaults, "cv": 4})
     ['cv: default 4 in audit(), 5 declared']
     """
     problems = []
