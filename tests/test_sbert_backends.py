@@ -27,12 +27,12 @@ import pytest
 from conftest import require_module
 
 from sklearn_fairaes import SentenceBertEncoder
+from sklearn_fairaes._validation import check_device
 from sklearn_fairaes.datasets import load_demo_essays
 from sklearn_fairaes.exceptions import LongTextWarning
 from sklearn_fairaes.resources import resolve_sbert_model
 from sklearn_fairaes.text import EmbeddingCache, _sbert, load_sentence_transformer
 from sklearn_fairaes.text._cache import identity_digest
-from sklearn_fairaes.text._device import check_device
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._validation import Interval, Options, unmet_constraints
+from .._validation import Interval, Options, check_device, unmet_constraints
 
 __all__ = ["AuditConfig", "GROUPS", "Option", "OptionGroup", "add_arguments"]
 
@@ -69,9 +69,7 @@ def _n_jobs(value: str) -> int:
 
 
 def _check_device(device: Any) -> None:
-    """The device option: one the machine has (see ``text._device``)."""
-    from ..text._device import check_device
-
+    """The device option: one the machine has (``_validation.check_device``)."""
     check_device(device, purpose="the audit's neural encoders")
 
 

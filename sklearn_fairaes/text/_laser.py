@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import check_device
 from ..resources import ResourceNotFoundError, require, resolve_laser_files
 from ._base import _BaseEssayEncoder
 from ._cache import EmbeddingCache, file_sha256
-from ._device import check_device
 
 __all__ = ["LaserEncoder", "load_laser", "split_sentences"]
 

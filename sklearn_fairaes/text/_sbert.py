@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import check_device
 from ..exceptions import LongTextWarning
 from ..resources import _sbert_model_files, data_home, require, resolve_sbert_model
 from ._base import _BaseEssayEncoder
 from ._cache import EmbeddingCache, file_sha256
-from ._device import check_device
 
 __all__ = ["SentenceBertEncoder"]
 
@@ -63,7 +63,7 @@ _SESSIONS_LOCK = threading.Lock()
 
 
 def _check_device(device: str | None) -> None:
-    """Refuse a device this machine lacks, before any model loads (see ``_device``)."""
+    """Refuse a device this machine lacks, before any model loads (see ``check_device``)."""
     check_device(device, purpose="Sentence-BERT embeddings")
 
 
