@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._validation import Interval, Options, check_device, unmet_constraints
+from ..text._sbert import BACKENDS as SBERT_BACKENDS
 
 __all__ = ["AuditConfig", "GROUPS", "Option", "OptionGroup", "add_arguments"]
 
@@ -327,13 +328,13 @@ ENCODERS = OptionGroup(
         Option(
             "sbert_backend",
             "torch",
-            (Options(("torch", "torch-bf16", "onnx", "onnx-int8")),),
+            (Options(SBERT_BACKENDS),),
             help="what runs the Sentence-BERT model: torch (the exact float32 vectors; "
             "default), torch-bf16 (the model in bfloat16: faster on CPUs with AMX or "
             "AVX512-BF16, cosine to the float32 vectors above 0.9999), onnx, onnx-int8 "
             "(ONNX Runtime, the onnx extra)",
             fix="pick one of those backends",
-            choices=("torch", "torch-bf16", "onnx", "onnx-int8"),
+            choices=SBERT_BACKENDS,
         ),
         Option(
             "device",
