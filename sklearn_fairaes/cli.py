@@ -8,10 +8,13 @@ The output folder is claimed before any computation (checked and locked, see
 before the audit runs, and a second run on the same ``--out`` is refused at once.
 
 Each option of ``fairaes audit`` maps onto one parameter of
-:func:`~sklearn_fairaes.report.audit`; the ``parse_*`` functions below turn an
-option's text (and the files it names) into that parameter's value, and refuse
-bad input with :class:`BadInput` (exit 2) naming the option, file, row and
-column, before the audit starts.
+:func:`~sklearn_fairaes.report.audit`. The audit's options (``--cv``,
+``--n-neighbors``, ...) are declared once, in ``report._config``, which makes
+their flags and checks them; the inputs' options are here: the ``parse_*``
+functions below turn an option's text (and the files it names) into that
+parameter's value, and refuse bad input with :class:`BadInput` (exit 2) naming
+the option, file, row and column, before the audit starts. The data file is
+read by ``_table_input.read_table``.
 """
 
 from __future__ import annotations
