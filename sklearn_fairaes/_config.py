@@ -17,10 +17,11 @@ force when it was made and uses them where the calling thread has set none
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from ._validation import PAIR_DEVICES, check_device
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ __all__ = ["config_context", "get_config", "set_config"]
 PAIR_BACKENDS = ("numpy", "torch")
 
 #: Devices the torch pair backend accepts (``"cuda:N"`` picks one GPU).
-DEVICES = ("cpu", "cuda", "cuda:N")
+DEVICES = PAIR_DEVICES
 
 _DEFAULTS: dict[str, Any] = {"pair_backend": "numpy", "device": "cpu", "bf16_range": True}
 _local = threading.local()
@@ -78,15 +79,14 @@ def check_pair_backend(backend: object, name: str = "pair_backend") -> str:
 def check_device_name(device: object, name: str = "device") -> str:
     """``device`` if it names a CPU or CUDA device, else a ValueError.
 
-    Only the spelling is checked here; whether this machine has the device is
-    checked when an engine is built (see ``metrics._torch_pairs``).
+    The pair engine's form of the package's one device check
+    (:func:`sklearn_fairaes._validation.check_device`): only the spelling is
+    checked here; whether this machine has the device is checked when an
+    engine is built (see ``metrics._torch_pairs``).
     """
-    if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-        raise ValueError(
-            f"{name} must be one of {', '.join(map(repr, DEVICES))} (N a GPU index), "
-            f"got {device!r}"
-        )
-    return device
+    return cast(
+        str, check_device(device, purpose="the pair engine", name=name, pair_engine=True)
+    )
 
 
 def get_config() -> dict[str, Any]:

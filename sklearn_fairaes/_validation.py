@@ -8,6 +8,7 @@ position, column), what was expected, and how to fix it.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, TypeVar, cast, overload
 
@@ -28,7 +29,9 @@ __all__ = [
     "check_score_range",
     "check_score_column",
     "MAX_SCORE_POINTS",
+    "check_device",
     "check_params",
+    "unmet_constraints",
     "Interval",
     "Options",
     "InvalidParameterError",
@@ -1163,11 +1166,147 @@ def check_params(estimator: object, constraints: dict[str, list[Any]]) -> None:
     """  # noqa: E501
     for name, allowed in constraints.items():
         value = getattr(estimator, name)
-        if any(_constraint_accepts(c, value) for c in allowed):
-            continue
-        texts = [_constraint_text(c) for c in allowed]
-        must = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {type(estimator).__name__} must be {must}. "
-            f"Got {value!r} instead."
+        must = unmet_constraints(value, allowed)
+        if must is not None:
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} must be {must}. "
+                f"Got {value!r} instead."
+            )
+
+
+def unmet_constraints(value: object, allowed: Sequence[Any]) -> str | None:
+    """What ``value`` must be when it satisfies none of ``allowed``, else None.
+
+    The one test behind :func:`check_params` and the audit's options
+    (``report._config``), so that both accept the same values and word the
+    constraint the same way.
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    allowed : sequence
+        Constraints as in :func:`check_params`; the value must satisfy one.
+
+    Returns
+    -------
+    must : str or None
+        ``"an int in the range [1, inf) or None"`` when no constraint holds;
+        None when one does.
+
+    Examples
+    --------
+    >>> import numbers
+    >>> from sklearn_fairaes._validation import Interval, unmet_constraints
+    >>> unmet_constraints(3, [Interval(numbers.Integral, 1, None), None]) is None
+    True
+    >>> unmet_constraints(0, [Interval(numbers.Integral, 1, None), None])
+    'an int in the range [1, inf) or None'
+    """
+    if any(_constraint_accepts(c, value) for c in allowed):
+        return None
+    texts = [_constraint_text(c) for c in allowed]
+    return texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
+
+
+#: The devices of the pair engine's torch backend (``"cuda:N"`` picks one GPU).
+PAIR_DEVICES = ("cpu", "cuda", "cuda:N")
+
+
+def check_device(
+    device: object,
+    *,
+    purpose: str,
+    name: str = "device",
+    pair_engine: bool = False,
+) -> str | None:
+    """The package's one check of a torch ``device`` option.
+
+    Two families of options take a device. The neural encoders (Sentence-BERT,
+    LASER, the audit's ``device``) take None (each library's default) or any
+    device torch knows, and a CUDA one must be there: ``device="cuda"`` on a
+    machine without CUDA is refused before any model loads, not as torch's
+    AssertionError deep inside a model's ``.to()`` after minutes of work. The
+    pair engine (:func:`~sklearn_fairaes.set_config`) takes ``"cpu"``,
+    ``"cuda"`` or ``"cuda:N"`` and only their spelling is checked here;
+    whether the machine has the device is checked when an engine is built.
+
+    ``None`` and ``"cpu"`` are accepted without importing torch (a run whose
+    essays are all cached never needs it).
+
+    Parameters
+    ----------
+    device : object
+        The option as given.
+    purpose : str
+        What the device is for, for the messages (``"Sentence-BERT embeddings"``).
+    name : str, default="device"
+        The option's name, for the messages.
+    pair_engine : bool, default=False
+        Check it as a device of the pair engine (see above).
+
+    Returns
+    -------
+    device : str or None
+        ``device``, accepted.
+
+    Raises
+    ------
+    TypeError
+        If an encoder's ``device`` is neither None nor a str.
+    ValueError
+        If the pair engine's device is not spelled ``cpu``, ``cuda`` or
+        ``cuda:N``; if torch does not know an encoder's device, or it is a
+        CUDA device and CUDA is not available here (or has fewer GPUs than
+        its index asks for).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._validation import check_device
+    >>> check_device(None, purpose="Sentence-BERT embeddings")
+    >>> check_device("cpu", purpose="Sentence-BERT embeddings")
+    'cpu'
+    >>> check_device("gpu", purpose="the pair engine", pair_engine=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: device must be one of 'cpu', 'cuda', 'cuda:N' (N a GPU index), got 'gpu'
+    """
+    if pair_engine:
+        if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+            raise ValueError(
+                f"{name} must be one of {', '.join(map(repr, PAIR_DEVICES))} (N a GPU "
+                f"index), got {device!r}"
+            )
+        return device
+    if device is None or device == "cpu":
+        return device
+    if not isinstance(device, str):
+        raise TypeError(
+            f"{name} must be None or a torch device name such as 'cpu' or 'cuda', "
+            f"got {type(device).__name__}"
         )
+    from .resources import require
+
+    torch = require("torch", purpose=purpose)
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise ValueError(
+            f"{name}={device!r} is not a torch device ({exc}); use 'cpu', 'cuda' or "
+            f"'cuda:N'"
+        ) from None
+    if parsed.type != "cuda":
+        return device
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"{name}={device!r} was asked for {purpose}, but CUDA is not available "
+            f"here (torch {torch.__version__}, torch.cuda.is_available() is False); "
+            f"pass {name}='cpu' or {name}=None, or install a CUDA build of torch"
+        )
+    count = torch.cuda.device_count()
+    if parsed.index is not None and parsed.index >= count:
+        raise ValueError(
+            f"{name}={device!r} was asked for {purpose}, but this machine has "
+            f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})"
+        )
+    return device

@@ -8,10 +8,13 @@ The output folder is claimed before any computation (checked and locked, see
 before the audit runs, and a second run on the same ``--out`` is refused at once.
 
 Each option of ``fairaes audit`` maps onto one parameter of
-:func:`~sklearn_fairaes.report.audit`; the ``parse_*`` functions below turn an
-option's text (and the files it names) into that parameter's value, and refuse
-bad input with :class:`BadInput` (exit 2) naming the option, file, row and
-column, before the audit starts.
+:func:`~sklearn_fairaes.report.audit`. The audit's options (``--cv``,
+``--n-neighbors``, ...) are declared once, in ``report._config``, which makes
+their flags and checks them; the inputs' options are here: the ``parse_*``
+functions below turn an option's text (and the files it names) into that
+parameter's value, and refuse bad input with :class:`BadInput` (exit 2) naming
+the option, file, row and column, before the audit starts. The data file is
+read by ``_table_input.read_table``.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._interrupts import interrupts_kept
+from ._table_input import BadInput, read_table
 from ._version import __version__
-from .text._sbert import BACKENDS as SBERT_BACKENDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,217 +61,6 @@ def _log(args: argparse.Namespace, message: str) -> None:
         print(f"fairaes: {message}", file=sys.stderr)
 
 
-class BadInput(Exception):
-    """Bad input detected by the command line itself (exit code 2)."""
-
-
-def read_table(
-    path: str | os.PathLike[str], *, encoding: str | None = None
-) -> pd.DataFrame:
-    r"""Read a tsv/csv/xlsx file of essays as strings, with precise errors.
-
-    Parameters
-    ----------
-    path : str or path-like
-        A ``.tsv``/``.tab``/``.txt`` (tab-separated), ``.csv`` or
-        ``.xlsx``/``.xlsm`` file with a header row.
-    encoding : str, default=None
-        Text encoding of tsv/csv files; None means UTF-8 (with or without BOM).
-
-    Returns
-    -------
-    frame : pandas.DataFrame
-        All columns as strings; empty cells are empty strings.
-
-    Raises
-    ------
-    BadInput
-        If the file is missing, empty, of an unknown type, or cannot be decoded
-        or parsed, or if its records do not add up (see Notes); the message
-        names the file and the line or data row.
-
-    Notes
-    -----
-    Quotes in tsv and csv files follow the rule spreadsheets and pandas write
-    them by (and ASAP's tsv files use): a field that *begins* with ``"`` is
-    quoted; it ends at the ``"`` followed by the separator or the line end,
-    may span lines, and ``""`` inside stands for one ``"``. A ``"`` anywhere
-    else in a field is an ordinary character. So an unquoted essay that
-    begins with ``"`` swallows the rows up to the next quote. The number of
-    records read is therefore checked against an independent, quoting-free
-    count (one record per non-blank line): where they differ, every record
-    spanning lines must be a quoted field with line breaks, and in a tsv file
-    none of the lines inside it may be a complete row on its own (as many
-    tab-separated fields as the header), nor may its first and last line both
-    be; otherwise the file is refused, naming the first suspect data row and
-    its lines. (A quoted tsv field holding both line breaks and tabs can be
-    read either way, and may be refused.) Quote such a field whole (doubling the ``"`` inside),
-    or remove the leading ``"``. A csv file's quoted fields may hold the
-    separator and line breaks, so there only the two parsers (pandas and
-    Python's ``csv``) are checked against each other.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> from sklearn_fairaes.cli import read_table
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "essays.tsv").write_text('essay\tscore\n"Quoted\tone"\t2\nPlain\t3\n')
-    >>> read_table(folder / "essays.tsv")["essay"].tolist()
-    ['Quoted\tone', 'Plain']
-    """
-    from .resources import require
-
-    pd = require("pandas", purpose="reading data files")
-    path = Path(path)
-    if not path.is_file():
-        raise BadInput(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix in (".xlsx", ".xlsm"):
-        require("openpyxl", extra="report", purpose="reading .xlsx files")
-        try:
-            frame = pd.read_excel(path, dtype=str, keep_default_na=False)
-        except Exception as exc:
-            raise BadInput(f"{path}: not a readable Excel file ({exc})") from None
-    elif suffix in (".tsv", ".tab", ".txt", ".csv"):
-        raw = path.read_bytes()
-        if not raw.strip():
-            raise BadInput(f"{path}: the file is empty")
-        enc = encoding or "utf-8-sig"
-        try:
-            text = raw.decode(enc)
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise BadInput(
-                f"{path}: cannot decode byte 0x{raw[exc.start]:02x} at line {line} as "
-                f"{enc}; re-save the file as UTF-8, or pass --encoding (e.g. cp1252)"
-            ) from None
-        except LookupError:
-            raise BadInput(f"unknown encoding {enc!r}") from None
-        import io
-
-        sep = "," if suffix == ".csv" else "\t"
-        try:
-            frame = pd.read_csv(
-                io.StringIO(text), sep=sep, dtype=str, keep_default_na=False
-            )
-        except Exception as exc:
-            raise BadInput(
-                f"{path}: cannot parse as {'CSV' if sep == ',' else 'TSV'} ({exc})"
-            ) from None
-        _check_records(frame, text, sep, path)
-    else:
-        raise BadInput(f"{path}: unknown file type {suffix!r}; use .tsv, .csv or .xlsx")
-    if frame.shape[0] == 0:
-        raise BadInput(f"{path}: the file has a header but no rows")
-    return frame
-
-
-def _check_records(frame: pd.DataFrame, text: str, sep: str, path: Path) -> None:
-    """Check the number of records pandas read against an independent count.
-
-    The independent count is quoting-free: one record per non-blank line
-    (``csv`` with ``QUOTE_NONE``). When it differs from pandas' count, the
-    difference must come from quoted fields spanning lines, which ``csv``'s
-    quoting-aware reader locates (the lines each record spans). In a tsv file
-    a multi-line record of which one line is a complete row on its own (as
-    many fields as the header) is rows merged by an unbalanced quote; see the
-    Notes of :func:`read_table`.
-    """
-    kind = "CSV" if sep == "," else "TSV"
-    fix = (
-        'quote the whole field and double each " inside it (as spreadsheets save '
-        f"{kind} files), or remove the leading quote"
-    )
-    with _csv_fields_up_to(len(text)):
-        _compare_records(frame, text, sep, path, kind, fix)
-
-
-@contextlib.contextmanager
-def _csv_fields_up_to(n_chars: int) -> Iterator[None]:
-    """Let Python's ``csv`` read fields of up to ``n_chars`` characters, then restore.
-
-    Its default limit (131,072 characters) is far below a long essay, which
-    pandas reads; the limit is process-wide, so it is put back afterwards.
-    """
-    import csv
-
-    # no field is longer than the text; the limit is a C long (32 bits on Windows)
-    previous = csv.field_size_limit(min(n_chars + 1, 2**31 - 1))
-    try:
-        yield
-    finally:
-        csv.field_size_limit(previous)
-
-
-def _compare_records(
-    frame: pd.DataFrame, text: str, sep: str, path: Path, kind: str, fix: str
-) -> None:
-    """The body of :func:`_check_records`, under a ``csv`` field limit that fits."""
-    import csv
-    import io
-    import re
-
-    plain = [
-        r
-        for r in csv.reader(
-            io.StringIO(text, newline=""), delimiter=sep, quoting=csv.QUOTE_NONE
-        )
-        if r
-    ]
-    n_lines, n_read = len(plain) - 1, len(frame)
-    if n_lines == n_read:
-        return
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
-    records: list[tuple[int, int, list[str]]] = []  # (first line, last line, fields)
-    last = 0
-    try:
-        for fields in reader:
-            first, last = last + 1, reader.line_num
-            if fields:
-                records.append((first, last, fields))
-    except csv.Error as exc:
-        raise BadInput(
-            f"{path}: cannot parse as {kind} at line {reader.line_num} ({exc})"
-        ) from None
-    counts = (
-        f"the file has {n_lines} data line(s) but {n_read} record(s) once quotes are read"
-    )
-    header, data = records[0][2], records[1:]
-    values = frame.astype(str).to_numpy().tolist()
-    lines = re.split(r"\r\n|\r|\n", text)  # the line ends csv counts by
-    for k, (first, end, fields) in enumerate(data, start=1):
-        where = f"data row {k} (line {first}{f'-{end}' if end > first else ''})"
-        if k > len(values) or fields != values[k - 1]:
-            raise BadInput(
-                f"{path}: {counts}, and two parsers read {where} differently; check the "
-                f'quotes of that row (an unbalanced " merges rows: {fix})'
-            )
-        if end > first and sep == "\t":
-            whole = [
-                n
-                for n in range(first, end + 1)
-                if n <= len(lines) and len(lines[n - 1].split(sep)) == len(header)
-            ]
-            # a line inside the quoted field that is a row on its own, or first and
-            # last line both rows on their own (two rows merged), is a merge; a
-            # quoted field's first and last lines hold only part of a row
-            inner = [n for n in whole if first < n < end]
-            if not inner and first in whole and end in whole:
-                inner = [end]
-            if inner:
-                raise BadInput(
-                    f"{path}: {counts}: {where} is read as one record although line "
-                    f"{inner[0]} is a complete row of its own: a field beginning with "
-                    f'" (line {first}) made the rows up to the next quote one essay. '
-                    f"{fix[0].upper()}{fix[1:]}"
-                )
-    if len(data) != n_read:
-        raise BadInput(
-            f"{path}: {counts}, and two parsers disagree ({len(data)} records with "
-            f"Python's csv, {n_read} with pandas); check the quotes of the file ({fix})"
-        )
-
-
 def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
@@ -282,7 +74,7 @@ def _shown(value: str, limit: int = 40) -> str:
 
 def _prompt_key(value: object) -> str:
     """A prompt id as audit() keys it, so that the CLI's checks match the audit's."""
-    from .report._build import prompt_id
+    from .report._inputs import prompt_id
 
     return prompt_id(value)
 
@@ -682,23 +474,8 @@ def _run_audit(
         prompt=prompt,
         group_col=args.group_col,
         id_col=args.id_col,
-        # an empty option gives no names, which audit() refuses with a message
-        representations=_split(args.representations) or [],
-        letters=args.letters,
-        **options,
-        cv=args.cv,
+        **{**_option_values(args), **options},
         paraphrases=paraphrases,
-        random_state=args.random_state,
-        n_jobs=args.n_jobs,
-        grammar=args.grammar,
-        sbert_model=args.sbert_model,
-        sbert_backend=args.sbert_backend,
-        device=args.device,
-        perturbations=args.perturbations,
-        n_perturbation_essays=args.n_perturbation_essays,
-        n_review=args.n_review,
-        n_neighbors=args.n_neighbors,
-        cache=_cache_option(args),
         # the command owns its interpreter: the Ctrl-C guard (main() holds it
         # already) and the shorter GIL switch interval while paraphrases run
         tune_interpreter=True,
@@ -707,21 +484,26 @@ def _run_audit(
     )
 
 
-def _check_device_option(args: argparse.Namespace) -> None:
-    """``--device``: refused before the output folder is claimed or any data is read."""
-    from .text._device import check_device
+def _option_values(args: argparse.Namespace) -> dict[str, Any]:
+    """audit()'s options from their flags (see ``report._config.cli_values``)."""
+    from .report._config import cli_values
+
+    return cli_values(args)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """The options' one check (``AuditConfig.validate``), run before ``--out`` is claimed.
+
+    So that a bad option (``--device cuda`` on a machine without CUDA) is
+    refused before the output folder is locked or any data is read.
+    """
+    from .report import AuditInputError
+    from .report._config import AuditConfig
 
     try:
-        check_device(args.device, purpose="the neural encoders")
-    except (TypeError, ValueError) as exc:
-        raise BadInput(f"--device {args.device}: {exc}") from None
-
-
-def _cache_option(args: argparse.Namespace) -> bool | str:
-    """audit()'s ``cache``: --no-cache, --cache DIR, else the per-user folder."""
-    if args.no_cache:
-        return False
-    return True if args.cache is None else str(args.cache)
+        AuditConfig(**_option_values(args)).validate()
+    except AuditInputError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def _claim_output(args: argparse.Namespace, inputs: Sequence[str | None]) -> ReportFolder:
@@ -866,7 +648,7 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
-    _check_device_option(args)
+    _check_options(args)
     claim = _claim_output(args, _inputs(args))
     try:
         frame = read_table(args.data, encoding=args.encoding)
@@ -914,7 +696,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .datasets import load_demo_essays, load_demo_prompt
     from .report import AuditInputError
 
-    _check_device_option(args)
+    _check_options(args)
     claim = _claim_output(args, [])
     try:
         frame = load_demo_essays()
@@ -996,119 +778,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _n_jobs(value: str) -> int:
-    """argparse type of --n-jobs: a non-zero integer, as joblib reads it."""
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer, got {value[:40]!r}"
-        ) from None
-    if n == 0:
-        raise argparse.ArgumentTypeError(
-            "0 runs nothing; pass a positive number of processes, or -1 for all cores"
-        )
-    return n
-
-
 def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> None:
-    p.add_argument(
-        "--representations",
-        default="bow,tfidf,sbert",
-        help="comma-separated: bow, tfidf, sbert, laser (default: %(default)s)",
-    )
-    p.add_argument(
-        "--letters",
-        default="ascii",
-        choices=("ascii", "unicode"),
-        help="what bow and tfidf count as letters: ascii (the paper's A-Z; an essay in "
-        "another script keeps only its A-Z words, which the report notes) or unicode "
-        "(the letters of every script); default: %(default)s",
-    )
-    which = (
-        "ridge, random_forest, gradient_boosting (short answers also "
-        "reference_similarity); default: all three when no --system-cols or "
-        "--model-file is given, else none (name them to add baselines side by side)"
-        if systems
-        else "ridge, random_forest, gradient_boosting; default: all three"
-    )
-    p.add_argument(
-        "--models",
-        default=None,
-        metavar="NAMES",
-        help=f"baseline models the audit trains itself, comma-separated: {which}",
-    )
-    p.add_argument("--cv", type=int, default=5, help="cross-validation folds (default: 5)")
-    p.add_argument("--random-state", type=int, default=0)
-    p.add_argument(
-        "--n-jobs",
-        type=_n_jobs,
-        default=None,
-        help="parallel processes (-1: all cores; default: one)",
-    )
-    p.add_argument(
-        "--grammar",
-        default=None,
-        metavar="URL",
-        help="LanguageTool server for the language_errors feature",
-    )
-    p.add_argument("--sbert-model", default="all-MiniLM-L6-v2")
-    p.add_argument(
-        "--sbert-backend",
-        default="torch",
-        choices=SBERT_BACKENDS,
-        help="what runs the Sentence-BERT model: torch (the exact float32 vectors; "
-        "default), torch-bf16 (the model in bfloat16: faster on CPUs with AMX or "
-        "AVX512-BF16, cosine to the float32 vectors above 0.9999), onnx, onnx-int8 "
-        "(ONNX Runtime, the onnx extra)",
-    )
-    p.add_argument(
-        "--device",
-        default=None,
-        metavar="DEVICE",
-        help="torch device of the Sentence-BERT and LASER encoders: cpu, cuda, cuda:N "
-        "(default: Sentence-BERT's own choice, LASER on the CPU); checked before any work",
-    )
-    p.add_argument(
-        "--perturbations",
-        default=None,
-        metavar="NAMES",
-        help="add the counterfactual audit: 'default', 'all' or comma-separated names "
-        "(synonym, typos, sentence_shuffle, word_salad, ...)",
-    )
-    p.add_argument(
-        "--n-perturbation-essays",
-        type=int,
-        default=200,
-        help="held-out essays edited by the counterfactual audit (default: %(default)s)",
-    )
-    p.add_argument(
-        "--n-review",
-        type=int,
-        default=20,
-        help="essays to review and worst pairs listed per representation and system "
-        "(default: %(default)s)",
-    )
-    p.add_argument(
-        "--n-neighbors",
-        type=int,
-        default=5,
-        help="nearest essays each essay is compared with for the essays to review "
-        "(default: %(default)s)",
-    )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument(
-        "--cache",
-        default=None,
-        metavar="DIR",
-        help="folder of the persistent embedding cache (default: $SKLEARN_FAIRAES_CACHE, "
-        "else ~/.cache/sklearn_fairaes/embeddings); a re-run encodes nothing again",
-    )
-    where.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="keep embeddings in memory for this run only",
-    )
+    """The audit's options (declared once in ``report._config``), then the command's own."""
+    from .report._config import add_arguments
+
+    add_arguments(p, demo=not systems)
     p.add_argument(
         "--force",
         action="store_true",

@@ -251,7 +251,12 @@ def test_constant_scores_list_nothing_and_say_so():
                           ("n_review", 2.5)],
 )  # fmt: skip
 def test_bad_options_are_refused_up_front(demo, option, value):
-    with pytest.raises(AuditInputError, match=re.escape(f"{option} must be an int >= 1")):
+    with pytest.raises(
+        AuditInputError,
+        match=re.escape(
+            f"{option} (--{option.replace('_', '-')}) must be an int in the range [1, inf)"
+        ),
+    ):
         sf.audit(
             demo, text_col="essay", score_col="score", systems=["engine"], models=[],
             **{option: value, **RUN},
@@ -305,7 +310,10 @@ def test_cli_refuses_a_bad_n_review(tmp_path, capsys):
         ["audit", str(data), *CLI, "--n-review", "0", "--out", str(tmp_path / "out")]
     )
     assert code != 0
-    assert "n_review must be an int >= 1, got 0" in capsys.readouterr().err
+    assert (
+        "n_review (--n-review) must be an int in the range [1, inf), got 0"
+        in capsys.readouterr().err
+    )
 
 
 def test_every_prompt_has_its_own_list_and_neighbours_stay_within_it(demo):

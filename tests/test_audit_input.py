@@ -561,7 +561,10 @@ def test_letters_unicode_keeps_the_other_script(greek_corpus):
     assert result.meta["letters_dropped"] == {"tfidf": 0}
     assert result.meta["letters"] == "unicode"
     assert not [n for n in result.meta["notes"] if "letters" in n]
-    with pytest.raises(AuditInputError, match=r"letters must be one of 'ascii', 'unicode'"):
+    with pytest.raises(
+        AuditInputError,
+        match=r"letters \(--letters\) must be a str among \['ascii', 'unicode'\], got 'latin'",
+    ):
         greek_audit(greek_corpus, letters="latin")
 
 

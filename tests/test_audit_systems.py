@@ -329,7 +329,7 @@ def test_given_score_outside_the_inferred_scale_is_refused(demo, no_work):
         ({"systems": {"pooled": "score"}}, r"system name 'pooled' is reserved"),
         ({"systems": {"score": "score"}}, r"system name 'score' is reserved for the predictions table's columns"),
         ({"models": {"all": Ridge()}}, r"model name 'all' is reserved for the tables' own rows"),
-        ({"k_extreme": 0}, r"k_extreme must be an int >= 1, got 0"),
+        ({"k_extreme": 0}, r"k_extreme \(--k-extreme\) must be an int in the range \[1, inf\), got 0"),
         ({"systems": {"ridge": "score"}, "models": ["ridge"]}, r"system name 'ridge' is reserved for a trained baseline"),
         ({"systems": ["nope"]}, r"system 'nope' column 'nope' not found"),
         ({"systems": []}, r"systems is empty"),

@@ -89,9 +89,9 @@ def test_backend_and_device_reach_audit(tmp_path, recorded):
     [
         (["--sbert-backend", "bf16"], "invalid choice: 'bf16' (choose from"),
         (["--sbert-backend", "ONNX"], "'torch', 'torch-bf16', 'onnx', 'onnx-int8'"),
-        (["--device", "cuda"], "--device cuda: device='cuda' was asked for"),
+        (["--device", "cuda"], "device (--device): device='cuda' was asked for"),
         (["--device", "cuda:0"], "CUDA is not available here"),
-        (["--device", "gpu"], "--device gpu: device='gpu' is not a torch device"),
+        (["--device", "gpu"], "device (--device): device='gpu' is not a torch device"),
     ],
 )
 def test_bad_backend_or_device_refused_before_any_work(
@@ -153,8 +153,14 @@ def test_audit_encoder_gets_backend_and_device(minilm, monkeypatch):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"sbert_backend": "bf16"}, "sbert_backend must be one of 'torch', 'torch-bf16'"),
-        ({"sbert_backend": None}, "sbert_backend must be one of"),
+        (
+            {"sbert_backend": "bf16"},
+            r"sbert_backend \(--sbert-backend\) must be a str among \['onnx', 'onnx-int8', 'torch', 'torch-bf16'\], got 'bf16'",
+        ),
+        (
+            {"sbert_backend": None},
+            "sbert_backend \\(--sbert-backend\\) must be a str among",
+        ),
         ({"device": "cuda"}, "'cuda' was asked for the audit's neural encoders"),
     ],
 )

@@ -310,8 +310,8 @@ def test_paper_ratios_language_errors_per_char():
          r"not among the output features"),
         ({"features": ["unique_words"], "normalize": {"unique_words": "per_line"}},
          r"use 'per_char' or 'per_word'"),
-        ({"features": ["word_count"], "n_jobs": 0}, r"n_jobs must be None or a non-zero"),
-        ({"features": ["word_count"], "progress": "yes"}, r"progress must be True, False"),
+        ({"features": ["word_count"], "n_jobs": 0}, r"'n_jobs' parameter of InterpretableFeatures must be None, an int in the range \[1, inf\) or"),
+        ({"features": ["word_count"], "progress": "yes"}, r"'progress' parameter of InterpretableFeatures must be True or False or a str among \['auto'\]"),
         ({"features": ["word_count"], "spelling": 3}, None),
     ],
 )  # fmt: skip

@@ -339,12 +339,13 @@ def test_missing_package_names_extra(tiny_dir, monkeypatch):
         (
             {"pooling": "max"},
             ValueError,
-            "pooling must be one of 'essay', 'sentence_mean'; got 'max'",
+            r"'pooling' parameter of LaserEncoder must be a str among \['essay', "
+            r"'sentence_mean'\]. Got 'max'",
         ),
         ({"lang": ""}, ValueError, "lang must be a language code"),
         ({"lang": None}, ValueError, "lang must be a language code"),
-        ({"max_tokens": 0}, ValueError, "max_tokens must be a positive int"),
-        ({"max_tokens": True}, ValueError, "max_tokens must be a positive int"),
+        ({"max_tokens": 0}, ValueError, r"'max_tokens' parameter .* range \[1, inf\)"),
+        ({"max_tokens": True}, ValueError, r"'max_tokens' parameter .* range \[1, inf\)"),
         ({"model_dir": 3}, TypeError, "model_dir must be None or a folder path"),
         ({"cache": 3.5}, TypeError, "cache must be None, True"),
     ],

@@ -149,7 +149,8 @@ class ExplodingRegressor(RegressorMixin, BaseEstimator):
         ),
         (
             {"selection": "best"},
-            r"selection must be one of \['constrained', 'pareto', 'weighted'\]",
+            r"'selection' parameter of FairGridSearchCV must be a str among "
+            r"\['constrained', 'pareto', 'weighted'\]",
         ),
         (
             {"fairness_constraints": None},

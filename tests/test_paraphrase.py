@@ -332,17 +332,49 @@ def test_bad_essays_name_the_position(para, bad, error, match):
 @pytest.mark.parametrize(
     ("params", "error", "match"),
     [
-        ({"rate": 1.5}, ValueError, r"rate must be a number in \[0, 1\]"),
-        ({"rate": "0.3"}, ValueError, r"rate must be a number"),
-        ({"rate": True}, ValueError, r"rate must be a number"),
-        ({"min_word_length": 0}, ValueError, r"min_word_length must be an int >= 1"),
-        ({"max_senses": 1.5}, ValueError, r"max_senses must be an int >= 1"),
-        ({"min_count": -1}, ValueError, r"min_count must be an int >= 0"),
-        ({"keep_placeholders": "yes"}, TypeError, r"keep_placeholders must be True"),
+        (
+            {"rate": 1.5},
+            ValueError,
+            r"'rate' parameter of WordNetParaphraser must be a float in the range \[0, 1\]. Got 1.5",
+        ),
+        (
+            {"rate": "0.3"},
+            ValueError,
+            r"'rate' parameter of WordNetParaphraser must be a float",
+        ),
+        (
+            {"rate": True},
+            ValueError,
+            r"'rate' parameter of WordNetParaphraser must be a float",
+        ),
+        (
+            {"min_word_length": 0},
+            ValueError,
+            r"'min_word_length' parameter of WordNetParaphraser must be an int in the range \[1, inf\)",
+        ),
+        (
+            {"max_senses": 1.5},
+            ValueError,
+            r"'max_senses' parameter of WordNetParaphraser must be an int in the range \[1, inf\)",
+        ),
+        (
+            {"min_count": -1},
+            ValueError,
+            r"'min_count' parameter of WordNetParaphraser must be an int in the range \[0, inf\)",
+        ),
+        (
+            {"keep_placeholders": "yes"},
+            TypeError,
+            r"'keep_placeholders' parameter of WordNetParaphraser must be True or False",
+        ),
         ({"stop_words": "french"}, ValueError, r"stop_words must be 'english'"),
         ({"stop_words": ["ok", 3]}, TypeError, r"stop_words must contain only str"),
         ({"stop_words": 3}, TypeError, r"got a int"),
-        ({"random_state": "seed"}, ValueError, r"cannot be used to seed"),
+        (
+            {"random_state": "seed"},
+            ValueError,
+            r"'random_state' parameter of WordNetParaphraser must be an int in the range \[0, 4294967295\]",
+        ),
         ({"pos_tagger": "bogus"}, ValueError, r"pos_tagger must be one of"),
     ],
 )

@@ -225,7 +225,7 @@ def test_random_state_none_draws_a_new_seed_per_call():
         (OffTopicParagraph(variant=9), "'variant' parameter"),
         (OffTopicParagraph(random_state="x"), "'random_state' parameter"),
         (WordSalad(vocabulary_size=0), "'vocabulary_size' parameter"),
-        (ContractionSwap(mode="both"), "mode must be one of 'contract', 'expand', 'toggle'; got 'both'"),
+        (ContractionSwap(mode="both"), r"The 'mode' parameter of ContractionSwap must be a str among \['contract', 'expand', 'toggle'\]. Got 'both'"),
         (PromptStuffing(), "PromptStuffing needs the prompt"),
         (PromptStuffing(prompt="Do it."), "the prompt has no content word"),
         (PromptStuffing(prompt=3), "'prompt' parameter of PromptStuffing must be"),

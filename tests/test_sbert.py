@@ -91,7 +91,9 @@ def test_bad_input_and_params(minilm):
     with pytest.raises(TypeError, match="position 0 of X is a float"):
         enc.transform([1.5])
     with pytest.raises(
-        ValueError, match="long_text must be one of 'chunk_mean', 'truncate'"
+        ValueError,
+        match=r"'long_text' parameter of SentenceBertEncoder must be a str among "
+        r"\['chunk_mean', 'truncate'\]",
     ):
         SentenceBertEncoder(minilm, long_text="split").fit(["a"])
     with pytest.raises(TypeError, match="cache must be None, True, a folder path"):

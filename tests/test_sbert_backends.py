@@ -27,12 +27,12 @@ import pytest
 from conftest import require_module
 
 from sklearn_fairaes import SentenceBertEncoder
+from sklearn_fairaes._validation import check_device
 from sklearn_fairaes.datasets import load_demo_essays
 from sklearn_fairaes.exceptions import LongTextWarning
 from sklearn_fairaes.resources import resolve_sbert_model
 from sklearn_fairaes.text import EmbeddingCache, _sbert, load_sentence_transformer
 from sklearn_fairaes.text._cache import identity_digest
-from sklearn_fairaes.text._device import check_device
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,9 @@ def test_cache_keys_distinct_per_backend_and_torch_key_unchanged(minilm, essays)
 
 @pytest.mark.parametrize("bad", ["TORCH", "bf16", "torch_bf16", "onnx_int8", "", None, 1])
 def test_bad_backend_refused_listing_the_valid_ones(bad):
-    with pytest.raises(ValueError, match="backend must be one of") as info:
+    with pytest.raises(
+        ValueError, match="'backend' parameter of SentenceBertEncoder must be"
+    ) as info:
         SentenceBertEncoder(backend=bad).fit(["an essay"])
     for name in ("'torch'", "'torch-bf16'", "'onnx'", "'onnx-int8'"):
         assert name in str(info.value)

@@ -155,7 +155,8 @@ def test_failed_export_raises_without_torch_fallback(minilm, tmp_path, monkeypat
 def test_bad_backend_name(minilm, backend):
     with pytest.raises(
         ValueError,
-        match="backend must be one of 'torch', 'torch-bf16', 'onnx', 'onnx-int8'",
+        match=r"'backend' parameter of SentenceBertEncoder must be a str among "
+        r"\['onnx', 'onnx-int8', 'torch', 'torch-bf16'\]",
     ):
         SentenceBertEncoder(backend=backend).fit(["an essay"])
 

@@ -414,14 +414,26 @@ def test_score_is_r2():
 @pytest.mark.parametrize(
     "params, exc, match",
     [
-        ({"calibration": "spline"}, ValueError, "calibration must be None, 'isotonic'"),
-        ({"calibrate_by": "student"}, ValueError, "calibrate_by must be 'pooled'"),
-        ({"min_question_answers": 1}, ValueError, "min_question_answers must be an int"),
+        (
+            {"calibration": "spline"},
+            ValueError,
+            r"'calibration' parameter of ReferenceSimilarityGrader must be None or a str among \['isotonic', 'linear'\]",
+        ),
+        (
+            {"calibrate_by": "student"},
+            ValueError,
+            r"'calibrate_by' parameter .* must be a str among \['pooled', 'question'\]",
+        ),
+        (
+            {"min_question_answers": 1},
+            ValueError,
+            r"'min_question_answers' parameter .* must be an int in the range \[2, inf\)",
+        ),
         ({"representation": "sbert"}, TypeError, "must be a transformer of texts"),
         (
             {"grade_weight": "inverse"},
             ValueError,
-            "grade_weight must be None or 'balanced'",
+            r"'grade_weight' parameter .* must be None or a str among \['balanced'\]",
         ),
     ],
 )

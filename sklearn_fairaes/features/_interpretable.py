@@ -5,19 +5,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import numbers
 import sys
 import unicodedata
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_essays, check_scores
+from .._validation import Interval, Options, check_essays, check_params, check_scores
 from ._tokenize import PLACEHOLDER_PATTERN, normalize_text, tokenize_essay
 
 if TYPE_CHECKING:
@@ -653,18 +654,20 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
                 )
         return plan
 
+    # the package's form of sklearn's _parameter_constraints for the parameters
+    # a rule can say (sklearn_fairaes._validation.check_params), checked in fit;
+    # features, normalize, prompt and the rest have their own checks above
+    _param_rules: ClassVar[dict[str, list[Any]]] = {
+        "progress": ["boolean", Options(("auto",))],
+        "n_jobs": [
+            None,
+            Interval(numbers.Integral, 1, None),
+            Interval(numbers.Integral, None, -1),
+        ],
+    }
+
     def _check_simple_params(self) -> None:
-        if self.progress not in (True, False, "auto"):
-            raise ValueError(
-                f"progress must be True, False or 'auto'; got {self.progress!r}"
-            )
-        n_jobs = self.n_jobs
-        if n_jobs is not None and (
-            isinstance(n_jobs, bool)
-            or not isinstance(n_jobs, (int, np.integer))
-            or n_jobs == 0
-        ):
-            raise ValueError(f"n_jobs must be None or a non-zero int; got {n_jobs!r}")
+        check_params(self, self._param_rules)
 
     def _show_progress(self, n: int) -> bool:
         if self.progress == "auto":

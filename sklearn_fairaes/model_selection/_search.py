@@ -29,6 +29,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
 
+from .._validation import Options, check_params
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -547,10 +549,7 @@ class _FairSearchMixin:
                 "no fairness scorer in scoring; add one such as "
                 "sf.make_fairness_scorer('lipschitz_fraction', representation=...)"
             )
-        if self.selection not in _SELECTIONS:
-            raise ValueError(
-                f"selection must be one of {sorted(_SELECTIONS)}, got {self.selection!r}"
-            )
+        check_params(self, {"selection": [Options(_SELECTIONS)]})
         if self.selection == "constrained" and not constraints:
             raise ValueError(
                 "selection='constrained' needs fairness_constraints, e.g. "

@@ -26,7 +26,7 @@ import numbers
 import os
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_essays
+from .._validation import Interval, check_essays, check_params
 from ..resources import ResourceNotFoundError
 
 if TYPE_CHECKING:
@@ -650,36 +650,20 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
         self.cache = cache
 
     # ------------------------------------------------------------ params
+    # the package's form of sklearn's _parameter_constraints, checked in
+    # transform (sklearn_fairaes._validation.check_params); stop_words has
+    # its own check (_stop_word_set), which also builds the set
+    _param_rules: ClassVar[dict[str, list[Any]]] = {
+        "rate": [Interval(numbers.Real, 0, 1)],
+        "min_word_length": [Interval(numbers.Integral, 1, None)],
+        "max_senses": [Interval(numbers.Integral, 1, None)],
+        "min_count": [Interval(numbers.Integral, 0, None)],
+        "keep_placeholders": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
     def _check_params(self) -> None:
-        rate = self.rate
-        if (
-            not isinstance(rate, numbers.Real)
-            or isinstance(rate, bool)
-            or not 0.0 <= float(rate) <= 1.0
-        ):
-            raise ValueError(
-                f"rate must be a number in [0, 1] (the share of eligible words to "
-                f"replace); got {rate!r}"
-            )
-        for name in ("min_word_length", "max_senses"):
-            value = getattr(self, name)
-            if (
-                not isinstance(value, numbers.Integral)
-                or isinstance(value, bool)
-                or value < 1
-            ):
-                raise ValueError(f"{name} must be an int >= 1; got {value!r}")
-        if (
-            not isinstance(self.min_count, numbers.Integral)
-            or isinstance(self.min_count, bool)
-            or self.min_count < 0
-        ):
-            raise ValueError(f"min_count must be an int >= 0; got {self.min_count!r}")
-        if not isinstance(self.keep_placeholders, (bool, np.bool_)):
-            raise TypeError(
-                f"keep_placeholders must be True or False; got {self.keep_placeholders!r}"
-            )
-        check_random_state(self.random_state)
+        check_params(self, self._param_rules)
         self._stop_word_set()
 
     def _stop_word_set(self) -> frozenset[str]:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._validation import Interval
+from .._validation import Interval, Options
 from ._base import (
     BasePerturbation,
     Edit,
@@ -446,10 +446,9 @@ class ContractionSwap(BasePerturbation):
     expected = "stay"
     _param_rules = {
         **BasePerturbation._param_rules,
-        "mode": [str],
+        "mode": [Options(("contract", "expand", "toggle"))],
         "rate": _RATE,
     }
-    _MODES = ("contract", "expand", "toggle")
 
     def __init__(
         self,
@@ -461,13 +460,6 @@ class ContractionSwap(BasePerturbation):
         self.mode = mode
         self.rate = rate
         self.random_state = random_state
-
-    def _check_params(self) -> None:
-        if self.mode not in self._MODES:
-            raise ValueError(
-                f"mode must be one of {', '.join(map(repr, self._MODES))}; got "
-                f"{self.mode!r}"
-            )
 
     def _sites(self, text: str) -> list[Edit]:
         apostrophe = "\u2019" if "\u2019" in text and "'" not in text else "'"

@@ -48,8 +48,9 @@ from ._build import (
     plan_audit,
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
+from ._config import AuditConfig
 from ._output import pause
-from ._study import Settings, Study
+from ._study import Study
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -408,31 +409,20 @@ def audit(
     >>> res.tables["lipschitz"]["system"].tolist()
     ['engine', 'human']
     """
+    # every option declared in report._config, as passed (checked by plan_audit)
+    arguments = locals()
     from ..features._persist import result_counts
     from ..text._cache import open_cache
     from .analyses import ORDER
 
     started = time.time()
     results_before = result_counts()
-    embedding_cache = open_cache(cache)
-    settings = Settings(
-        cv=cv,
-        random_state=random_state,
-        n_jobs=n_jobs,
-        k_extreme=k_extreme,
-        n_profile_pairs=n_profile_pairs,
-        n_paraphrase_samples=n_paraphrase_samples,
-        n_perturbation_essays=n_perturbation_essays,
-        n_review=n_review,
-        n_neighbors=n_neighbors,
-        grammar=grammar,
-        sbert_model=sbert_model,
-        sbert_backend=sbert_backend,
-        device=device,
-        letters=letters,
-        cache=embedding_cache,
+    settings = AuditConfig(
         tune_interpreter=bool(tune_interpreter),
+        **{name: arguments[name] for name in AuditConfig().options},
     )
+    embedding_cache = open_cache(cache)
+    settings.cache = embedding_cache
     hits, misses = embedding_cache.hits, embedding_cache.misses
     plan = plan_audit(
         data,
@@ -446,14 +436,10 @@ def audit(
         group_col=group_col,
         id_col=id_col,
         systems=systems,
-        representations=representations,
-        models=models,
         refit=refit,
         paraphrases=paraphrases,
         reference_col=reference_col,
         reference_sep=reference_sep,
-        perturbations=perturbations,
-        grammar=grammar,
         settings=settings,
     )
     bar = Progress(progress, Progress.steps(plan, len(ORDER)))

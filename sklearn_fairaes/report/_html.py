@@ -38,6 +38,7 @@ import numpy as np
 
 from ..metrics._agreement import TRIM_TOLERANCE, WILLIAMSON_THRESHOLDS
 from ..metrics._group import GROUP_THRESHOLDS
+from ._config import setting_label
 from ._plots import (
     POOLED,
     _check_table,
@@ -599,19 +600,22 @@ def _overview(
         ),
         ("Group column", Cell(str(meta.get("group_col") or "none given"))),
         ("Prompt given", Cell("yes" if meta.get("prompt_given") else "no")),
-        ("Text representations", listing([representation_label(r) for r in reps])),
         (
-            "Letters of BOW and TF-IDF",
+            setting_label("representations"),
+            listing([representation_label(r) for r in reps]),
+        ),
+        (
+            setting_label("letters"),
             Cell(_LETTERS_LABELS.get(str(meta["letters"]), str(meta["letters"])))
             if meta.get("letters") and {"bow", "tfidf"} & set(reps)
             else Cell("not used"),
         ),
         ("Scoring systems", listing([model_label(m) for m in systems])),
         ("Model settings", _settings_lines(meta.get("model_settings")) or _NA),
-        ("Cross-validation folds", _num(meta.get("cv"))),
-        ("Random state", Cell(str(meta.get("random_state")))),
+        (setting_label("cv"), _num(meta.get("cv"))),
+        (setting_label("random_state"), Cell(str(meta.get("random_state")))),
         ("Paraphrases", Cell(str(meta.get("paraphrase_source") or "none"))),
-        ("Sentence-BERT model", Cell(str(meta.get("sbert_model") or "not used"))),
+        (setting_label("sbert_model"), Cell(str(meta.get("sbert_model") or "not used"))),
     ]
     trained = [m for m, info in systems.items() if info["kind"] == "trained"]
     combos = None

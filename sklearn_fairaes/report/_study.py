@@ -15,6 +15,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from ._config import AuditConfig
+
 SystemKind = Literal["given", "fitted", "trained"]
 
 
@@ -73,34 +75,8 @@ class PairSpace:
     sample_pairs: tuple[NDArray[np.intp], NDArray[np.intp]] | None = None
 
 
-@dataclass
-class Settings:
-    """The audit's options, the same for every study."""
-
-    cv: int = 5
-    random_state: int = 0
-    n_jobs: int | None = None
-    k_extreme: int = 1
-    n_profile_pairs: int = 10_000
-    n_paraphrase_samples: int = 100
-    perturbations: tuple[str, ...] | None = None
-    n_perturbation_essays: int = 200
-    grammar: str | None = None
-    sbert_model: str = "all-MiniLM-L6-v2"
-    # SentenceBertEncoder's backend, and the torch device of every neural encoder
-    # the audit makes (None: each library's default)
-    sbert_backend: str = "torch"
-    device: str | None = None
-    # what the bow and tfidf representations count as letters: "ascii", "unicode"
-    letters: str = "ascii"
-    n_review: int = 20
-    n_neighbors: int = 5
-    # the EmbeddingCache every encoder the audit makes uses (text._cache.open_cache);
-    # None: the encoders' own default, no cache
-    cache: Any = None
-    # audit(tune_interpreter=): may the audit change interpreter-wide settings
-    # (SIGINT handler, sys.unraisablehook, GIL switch interval), restoring them
-    tune_interpreter: bool = False
+#: The audit's options, the same for every study (declared in ``report._config``)
+Settings = AuditConfig
 
 
 @dataclass

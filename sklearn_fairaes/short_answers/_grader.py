@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,9 +23,12 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
+    Interval,
+    Options,
     check_columns,
     check_essays,
     check_grades,
+    check_params,
     check_references,
     check_scores,
 )
@@ -38,9 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ReferenceSimilarityGrader"]
 
-_CALIBRATIONS = (None, "isotonic", "linear")
-_SCOPES = ("pooled", "question")
-_GRADE_WEIGHTS = (None, "balanced")
 #: Grade ranges of the "balanced" weights: ASAG2024's ten ranges of width 0.1.
 _N_GRADE_RANGES = 10
 
@@ -165,16 +165,6 @@ def max_reference_similarity(
         best[exact] = 1.0
         sims[rows] = best
     return sims
-
-
-def _check_int(value: object, name: str, minimum: int) -> int:
-    if (
-        not isinstance(value, numbers.Integral)
-        or isinstance(value, bool)
-        or value < minimum
-    ):
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
 
 
 # --------------------------------------------------------------------------- estimator
@@ -317,22 +307,18 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
         self.question_col = question_col
 
     # -- validation ---------------------------------------------------------
+    # the package's form of sklearn's _parameter_constraints, checked in fit
+    # (sklearn_fairaes._validation.check_params)
+    _param_rules: ClassVar[dict[str, list[Any]]] = {
+        "calibration": [None, Options(("isotonic", "linear"))],
+        "calibrate_by": [Options(("pooled", "question"))],
+        "min_question_answers": [Interval(numbers.Integral, 2, None)],
+        "grade_weight": [None, Options(("balanced",))],
+    }
+
     def _check_params(self) -> None:
         check_representation(self.representation)
-        if self.calibration not in _CALIBRATIONS:
-            raise ValueError(
-                f"calibration must be None, 'isotonic' or 'linear'; got "
-                f"{self.calibration!r}"
-            )
-        if self.calibrate_by not in _SCOPES:
-            raise ValueError(
-                f"calibrate_by must be 'pooled' or 'question'; got {self.calibrate_by!r}"
-            )
-        _check_int(self.min_question_answers, "min_question_answers", 2)
-        if self.grade_weight not in _GRADE_WEIGHTS:
-            raise ValueError(
-                f"grade_weight must be None or 'balanced'; got {self.grade_weight!r}"
-            )
+        check_params(self, self._param_rules)
 
     def _columns(self) -> list[str]:
         cols = [self.answer_col, self.reference_col]

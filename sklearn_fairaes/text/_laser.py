@@ -9,19 +9,20 @@ then the BiLSTM encoder max-pooled over time (1024 dimensions for the released
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import Interval, Options, check_device, check_params
 from ..resources import ResourceNotFoundError, require, resolve_laser_files
 from ._base import _BaseEssayEncoder
 from ._cache import EmbeddingCache, file_sha256
-from ._device import check_device
 
 __all__ = ["LaserEncoder", "load_laser", "split_sentences"]
 
@@ -325,23 +326,20 @@ class LaserEncoder(_BaseEssayEncoder):
         self.device = device
         self.cache = cache
 
+    # the package's form of sklearn's _parameter_constraints, checked in fit
+    # (sklearn_fairaes._validation.check_params); lang and model_dir below
+    _param_rules: ClassVar[dict[str, list[Any]]] = {
+        "pooling": [Options(_POOLINGS)],
+        "max_tokens": [Interval(numbers.Integral, 1, None)],
+    }
+
     def _validate_encoder_params(self) -> None:
         super()._validate_encoder_params()
         if not isinstance(self.lang, str) or not self.lang:
             raise ValueError(
                 f"lang must be a language code such as 'en' (ISO 639-1), got {self.lang!r}"
             )
-        if self.pooling not in _POOLINGS:
-            raise ValueError(
-                f"pooling must be one of {', '.join(map(repr, _POOLINGS))}; got "
-                f"{self.pooling!r}"
-            )
-        if (
-            isinstance(self.max_tokens, bool)
-            or not isinstance(self.max_tokens, (int, np.integer))
-            or self.max_tokens < 1
-        ):
-            raise ValueError(f"max_tokens must be a positive int, got {self.max_tokens!r}")
+        check_params(self, self._param_rules)
         if self.model_dir is not None and not isinstance(
             self.model_dir, (str, os.PathLike)
         ):

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import numbers
 import os
 import shutil
 import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import Interval, Options, check_device, check_params
 from ..exceptions import LongTextWarning
 from ..resources import _sbert_model_files, data_home, require, resolve_sbert_model
 from ._base import _BaseEssayEncoder
 from ._cache import EmbeddingCache, file_sha256
-from ._device import check_device
 
 __all__ = ["SentenceBertEncoder"]
 
@@ -63,7 +64,7 @@ _SESSIONS_LOCK = threading.Lock()
 
 
 def _check_device(device: str | None) -> None:
-    """Refuse a device this machine lacks, before any model loads (see ``_device``)."""
+    """Refuse a device this machine lacks, before any model loads (see ``check_device``)."""
     check_device(device, purpose="Sentence-BERT embeddings")
 
 
@@ -629,19 +630,17 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         self.long_text = long_text
         self.cache = cache
 
+    # the package's form of sklearn's _parameter_constraints, checked in fit
+    # (sklearn_fairaes._validation.check_params); the device when the model loads
+    _param_rules: ClassVar[dict[str, list[Any]]] = {
+        "long_text": [Options(("chunk_mean", "truncate"))],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "backend": [Options(BACKENDS)],
+    }
+
     def _validate_encoder_params(self) -> None:
         super()._validate_encoder_params()
-        if self.long_text not in ("truncate", "chunk_mean"):
-            raise ValueError(
-                f"long_text must be one of 'chunk_mean', 'truncate'; got {self.long_text!r}"
-            )
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
-        if not isinstance(self.backend, str) or self.backend not in BACKENDS:
-            raise ValueError(
-                f"backend must be one of {', '.join(map(repr, BACKENDS))}; "
-                f"got {self.backend!r}"
-            )
+        check_params(self, self._param_rules)
 
     def _load(self) -> None:
         # before anything loads: a CUDA device on a machine without one
