@@ -21,7 +21,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from ._validation import PAIR_DEVICES, check_device
+from ._param_validation import PAIR_DEVICES, check_device
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -80,7 +80,7 @@ def check_device_name(device: object, name: str = "device") -> str:
     """``device`` if it names a CPU or CUDA device, else a ValueError.
 
     The pair engine's form of the package's one device check
-    (:func:`sklearn_fairaes._validation.check_device`): only the spelling is
+    (:func:`sklearn_fairaes._param_validation.check_device`): only the spelling is
     checked here; whether this machine has the device is checked when an
     engine is built (see ``metrics._torch_pairs``).
     """

@@ -14,7 +14,7 @@ import pytest
 from numpydoc.docscrape import FunctionDoc
 
 import sklearn_fairaes as sf
-from sklearn_fairaes._validation import Interval
+from sklearn_fairaes._param_validation import Interval
 from sklearn_fairaes.cli import build_parser, main
 from sklearn_fairaes.report import AuditInputError
 from sklearn_fairaes.report._config import (

@@ -27,7 +27,7 @@ import pytest
 from conftest import require_module
 
 from sklearn_fairaes import SentenceBertEncoder
-from sklearn_fairaes._validation import check_device
+from sklearn_fairaes._param_validation import check_device
 from sklearn_fairaes.datasets import load_demo_essays
 from sklearn_fairaes.exceptions import LongTextWarning
 from sklearn_fairaes.resources import resolve_sbert_model

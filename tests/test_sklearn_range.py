@@ -136,7 +136,7 @@ def test_private_scikit_learn_api_only_in_the_adapter():
             found[rel] = hits
     assert not found, (
         f"private scikit-learn imports outside {_ADAPTER}: {found}; use the public "
-        f"API, sklearn_fairaes._validation.check_params, or the adapter"
+        f"API, sklearn_fairaes._param_validation.check_params, or the adapter"
     )
     # the adapter exists and holds the private import it is for
     adapter = (REPO / _ADAPTER).read_text(encoding="utf-8")

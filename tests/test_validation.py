@@ -198,7 +198,7 @@ class _Estimator:
 def test_check_params_accepts_each_kind_of_constraint():
     import numbers
 
-    from sklearn_fairaes._validation import Interval, Options, check_params
+    from sklearn_fairaes._param_validation import Interval, Options, check_params
 
     rules = {
         "rate": [Interval(numbers.Real, 0, 1)],
@@ -234,7 +234,7 @@ def test_check_params_accepts_each_kind_of_constraint():
 def test_check_params_says_what_the_parameter_must_be(name, value, match):
     import numbers
 
-    from sklearn_fairaes._validation import (
+    from sklearn_fairaes._param_validation import (
         Interval,
         InvalidParameterError,
         Options,

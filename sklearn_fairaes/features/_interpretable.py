@@ -18,7 +18,8 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, Options, check_essays, check_params, check_scores
+from .._param_validation import Interval, Options, check_params
+from .._validation import check_essays, check_scores
 from ._tokenize import PLACEHOLDER_PATTERN, normalize_text, tokenize_essay
 
 if TYPE_CHECKING:
@@ -655,7 +656,7 @@ class InterpretableFeatures(TransformerMixin, BaseEstimator):
         return plan
 
     # the package's form of sklearn's _parameter_constraints for the parameters
-    # a rule can say (sklearn_fairaes._validation.check_params), checked in fit;
+    # a rule can say (sklearn_fairaes._param_validation.check_params), checked in fit;
     # features, normalize, prompt and the rest have their own checks above
     _param_rules: ClassVar[dict[str, list[Any]]] = {
         "progress": ["boolean", Options(("auto",))],

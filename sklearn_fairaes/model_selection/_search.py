@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
 
-from .._validation import Options, check_params
+from .._param_validation import Options, check_params
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -34,7 +34,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, check_essays, check_params
+from .._param_validation import Interval, check_params
+from .._validation import check_essays
 from ..resources import ResourceNotFoundError
 
 if TYPE_CHECKING:
@@ -651,7 +652,7 @@ class WordNetParaphraser(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------ params
     # the package's form of sklearn's _parameter_constraints, checked in
-    # transform (sklearn_fairaes._validation.check_params); stop_words has
+    # transform (sklearn_fairaes._param_validation.check_params); stop_words has
     # its own check (_stop_word_set), which also builds the set
     _param_rules: ClassVar[dict[str, list[Any]]] = {
         "rate": [Interval(numbers.Real, 0, 1)],

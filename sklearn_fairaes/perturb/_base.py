@@ -39,7 +39,8 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 
-from .._validation import check_essays, check_params
+from .._param_validation import check_params
+from .._validation import check_essays
 
 if TYPE_CHECKING:
     from ._text import EssayText
@@ -234,7 +235,7 @@ class BasePerturbation(TransformerMixin, BaseEstimator):
     expected: ClassVar[Literal["change", "drop", "stay"]] = "stay"
 
     # the parameters' constraints, checked by fit and transform
-    # (sklearn_fairaes._validation.check_params)
+    # (sklearn_fairaes._param_validation.check_params)
     _param_rules: ClassVar[dict[str, list[Any]]] = {"random_state": ["random_state"]}
 
     # set by each subclass's __init__

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._validation import Interval, Options
+from .._param_validation import Interval, Options
 from ._base import (
     BasePerturbation,
     Edit,

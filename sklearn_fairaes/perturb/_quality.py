@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .._validation import Interval
+from .._param_validation import Interval
 from ..resources import require
 from ._base import BasePerturbation, Edit, PerturbOutcome, RandomStateLike
 from ._meaning import _IRREGULAR_PARTICIPLES

@@ -2,7 +2,7 @@
 
 An option of :func:`~sklearn_fairaes.audit` (``cv``, ``n_neighbors``,
 ``sbert_backend``, ...) is one :class:`Option`: its name, default,
-constraints (those of :func:`~sklearn_fairaes._validation.check_params`),
+constraints (those of :func:`~sklearn_fairaes._param_validation.check_params`),
 help text, command-line spelling and the label of its row in the report's
 settings table, when it has one. Options come in groups (:data:`GROUPS`), and
 :class:`AuditConfig` is built from a list of groups, so that an option that
@@ -33,8 +33,29 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._validation import Interval, Options, check_device, unmet_constraints
+from .._param_validation import Interval, Options, check_device, unmet_constraints
 from ..text._sbert import BACKENDS as SBERT_BACKENDS
+
+
+class AuditInputError(ValueError):
+    """The data given to the audit is unusable; the message says where and how to fix it.
+
+    :func:`~sklearn_fairaes.report.audit` raises it before any computation;
+    it is a :class:`ValueError`, so ``except ValueError`` catches it too.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report import AuditInputError, audit
+    >>> data = pd.DataFrame({"essay": ["One.", "Two.", "Three.", "Four."],
+    ...                      "score": [1, 2, 3, 4]})
+    >>> try:
+    ...     audit(data, text_col="text", score_col="score")
+    ... except AuditInputError as exc:
+    ...     print(exc)
+    text column 'text' not found; the columns are: 'essay', 'score'
+    """
+
 
 __all__ = ["AuditConfig", "GROUPS", "Option", "OptionGroup", "add_arguments"]
 
@@ -70,7 +91,7 @@ def _n_jobs(value: str) -> int:
 
 
 def _check_device(device: Any) -> None:
-    """The device option: one the machine has (``_validation.check_device``)."""
+    """The device option: one the machine has (``_param_validation.check_device``)."""
     check_device(device, purpose="the audit's neural encoders")
 
 
@@ -87,7 +108,7 @@ class Option:
         for the command line).
     constraints : tuple
         What a value may be, as in
-        :func:`~sklearn_fairaes._validation.check_params`: it must satisfy
+        :func:`~sklearn_fairaes._param_validation.check_params`: it must satisfy
         one of them. Empty: the option is checked where it is used (a
         derived check: ``check`` or the audit's own code), see ``checked_by``.
     help : str
@@ -128,7 +149,7 @@ class Option:
     Examples
     --------
     >>> import numbers
-    >>> from sklearn_fairaes._validation import Interval
+    >>> from sklearn_fairaes._param_validation import Interval
     >>> from sklearn_fairaes.report._config import Option
     >>> opt = Option("n_review", 20, (Interval(numbers.Integral, 1, None),),
     ...              help="rows listed (default: %(default)s)", fix="e.g. n_review=20",
@@ -567,8 +588,6 @@ class AuditConfig:
             Naming the first refused option (keyword and flag), what it must
             be and how to fix it.
         """
-        from ._inputs import AuditInputError
-
         for name, option in self.options.items():
             message = option.refusal(self.values[name])
             if message is not None:

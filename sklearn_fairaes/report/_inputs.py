@@ -28,6 +28,7 @@ from .._validation import (
     check_score_range,
 )
 from ..resources import require
+from ._config import AuditInputError
 from ._study import Settings
 
 if TYPE_CHECKING:
@@ -43,26 +44,6 @@ PREDICTION_COLUMNS = ("prompt", "id", "score")
 # The smallest corpus every analysis is defined on: 4 essays give 6 pairs, so
 # the score-difference curve gets two distance bins of (at least) two pairs.
 MIN_ESSAYS = 4
-
-
-class AuditInputError(ValueError):
-    """The data given to the audit is unusable; the message says where and how to fix it.
-
-    :func:`~sklearn_fairaes.report.audit` raises it before any computation;
-    it is a :class:`ValueError`, so ``except ValueError`` catches it too.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from sklearn_fairaes.report import AuditInputError, audit
-    >>> data = pd.DataFrame({"essay": ["One.", "Two.", "Three.", "Four."],
-    ...                      "score": [1, 2, 3, 4]})
-    >>> try:
-    ...     audit(data, text_col="text", score_col="score")
-    ... except AuditInputError as exc:
-    ...     print(exc)
-    text column 'text' not found; the columns are: 'essay', 'score'
-    """
 
 
 def _same(a: object, b: object) -> bool:

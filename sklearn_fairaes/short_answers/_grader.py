@@ -22,13 +22,11 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from .._param_validation import Interval, Options, check_params
 from .._validation import (
-    Interval,
-    Options,
     check_columns,
     check_essays,
     check_grades,
-    check_params,
     check_references,
     check_scores,
 )
@@ -308,7 +306,7 @@ class ReferenceSimilarityGrader(RegressorMixin, BaseEstimator):
 
     # -- validation ---------------------------------------------------------
     # the package's form of sklearn's _parameter_constraints, checked in fit
-    # (sklearn_fairaes._validation.check_params)
+    # (sklearn_fairaes._param_validation.check_params)
     _param_rules: ClassVar[dict[str, list[Any]]] = {
         "calibration": [None, Options(("isotonic", "linear"))],
         "calibrate_by": [Options(("pooled", "question"))],

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import Interval, Options, check_device, check_params
+from .._param_validation import Interval, Options, check_device, check_params
 from ..resources import ResourceNotFoundError, require, resolve_laser_files
 from ._base import _BaseEssayEncoder
 from ._cache import EmbeddingCache, file_sha256
@@ -327,7 +327,7 @@ class LaserEncoder(_BaseEssayEncoder):
         self.cache = cache
 
     # the package's form of sklearn's _parameter_constraints, checked in fit
-    # (sklearn_fairaes._validation.check_params); lang and model_dir below
+    # (sklearn_fairaes._param_validation.check_params); lang and model_dir below
     _param_rules: ClassVar[dict[str, list[Any]]] = {
         "pooling": [Options(_POOLINGS)],
         "max_tokens": [Interval(numbers.Integral, 1, None)],

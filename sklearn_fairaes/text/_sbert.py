@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import Interval, Options, check_device, check_params
+from .._param_validation import Interval, Options, check_device, check_params
 from ..exceptions import LongTextWarning
 from ..resources import _sbert_model_files, data_home, require, resolve_sbert_model
 from ._base import _BaseEssayEncoder
@@ -631,7 +631,7 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         self.cache = cache
 
     # the package's form of sklearn's _parameter_constraints, checked in fit
-    # (sklearn_fairaes._validation.check_params); the device when the model loads
+    # (sklearn_fairaes._param_validation.check_params); the device when the model loads
     _param_rules: ClassVar[dict[str, list[Any]]] = {
         "long_text": [Options(("chunk_mean", "truncate"))],
         "batch_size": [Interval(numbers.Integral, 1, None)],

@@ -28,7 +28,8 @@ from numpy.typing import ArrayLike, DTypeLike
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Options, check_essays, check_params
+from .._param_validation import Options, check_params
+from .._validation import check_essays
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix

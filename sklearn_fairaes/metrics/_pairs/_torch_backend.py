@@ -85,12 +85,12 @@ def check_device(device: object) -> str:
 
     The spelling is that of ``set_config(device=)``; whether the machine has
     the device is asked of torch as for the neural encoders (one check,
-    ``_validation.check_device``). Imports torch even for ``"cpu"``: the
+    ``_param_validation.check_device``). Imports torch even for ``"cpu"``: the
     backend needs it there too (an ImportError naming the extra when it is
     missing).
     """
     # function level: the pair engine needs it only on the torch backend
-    from ..._validation import check_device as check_torch_device
+    from ..._param_validation import check_device as check_torch_device
 
     device = check_device_name(device)
     import_torch()
