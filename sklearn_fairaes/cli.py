@@ -685,6 +685,8 @@ def _run_audit(
         # an empty option gives no names, which audit() refuses with a message
         representations=_split(args.representations) or [],
         letters=args.letters,
+        # None (no --sections, or an empty one): every section
+        sections=_split(args.sections),
         **options,
         cv=args.cv,
         paraphrases=paraphrases,
@@ -1024,6 +1026,14 @@ def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> Non
         help="what bow and tfidf count as letters: ascii (the paper's A-Z; an essay in "
         "another script keeps only its A-Z words, which the report notes) or unicode "
         "(the letters of every script); default: %(default)s",
+    )
+    p.add_argument(
+        "--sections",
+        default=None,
+        metavar="ID[,ID...]",
+        help="the report's sections to run and show, by id (overview, summary, "
+        "agreement, extremes, paraphrase, lipschitz, review, groups, counterfactual, "
+        "short_answers); default: all",
     )
     which = (
         "ridge, random_forest, gradient_boosting (short answers also "

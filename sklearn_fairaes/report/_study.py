@@ -99,6 +99,9 @@ class Settings:
     # audit(tune_interpreter=): may the audit change interpreter-wide settings
     # (SIGINT handler, sys.unraisablehook, GIL switch interval), restoring them
     tune_interpreter: bool = False
+    # audit(sections=) / --sections: the ids of the sections to run and show
+    # (report.analyses.section_ids()); None: all of them
+    sections: tuple[str, ...] | None = None
 
 
 @dataclass
