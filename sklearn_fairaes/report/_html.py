@@ -9,10 +9,13 @@ and, for short answers, grading and reference coverage. Each section opens
 with a short reading guide for assessment researchers. An audit of several
 prompts gets a summary across prompts, then one part per prompt.
 
-The page comes from Jinja2 templates (``report/templates``: a layout and one
-template per analysis, ``sections/<name>.html.j2``). This module only turns
-the tables into plain values for them (formatted numbers, rows, headers);
-it never writes markup, and the templates are rendered with autoescaping on
+The page comes from Jinja2 templates (``report/templates``: a layout, shared
+macros and one template per section, ``sections/<id>.html.j2``). This
+module only renders the page: it plans which sections show (in the order of
+``analyses.SECTIONS``) and what is left out, numbers their headings, asks
+each section's view for the plain values its template reads (formatted
+numbers, rows, headers; ``report/analyses``) and embeds the figures. It
+never writes markup, and the templates are rendered with autoescaping on
 and undefined names refused, so every piece of text that comes from the
 data (essay texts, ids, system and group names, prompt ids, table values,
 metadata) is HTML-escaped. The file has no external assets and no scripts:

@@ -1,6 +1,9 @@
-"""Figures of the audit report, drawn from the audit's tables (paper, Section 5).
+"""Figures of the audit report: the shared helpers, and :func:`make_figures`.
 
-Every function here takes tables (tidy :class:`pandas.DataFrame` objects laid
+Each section draws its own figures (``Section.figures`` in
+``report/analyses``) with the helpers here (labels, colours, panels,
+legends); :func:`make_figures` asks every section in report order. Every
+figure function takes tables (tidy :class:`pandas.DataFrame` objects laid
 out as in the audit's data contract) and returns a new
 :class:`matplotlib.figure.Figure`. The figures are independent objects: no
 pyplot state is touched, no global ``rcParams`` is changed and nothing is

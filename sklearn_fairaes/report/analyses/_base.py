@@ -1,12 +1,14 @@
-"""What every analysis of the audit shares: the study it reads and what it returns.
+"""What every section of the report shares: the study it reads, what it returns.
 
-An analysis is one module of this package with a module-level ``ANALYSIS``
-object: a name (its section id and the key of its template
-``templates/sections/<name>.html.j2``), a ``run(study)`` that computes its
-tables from one :class:`~sklearn_fairaes.report._study.Study` (one prompt),
-and an ``absent(study)`` that says, in a sentence for the report, why it
-cannot run on that study (or None when it can). Adding an analysis to the
-audit is adding one module and one template, and its name to ``ORDER``.
+A section is one module of this package with a module-level ``SECTION``
+(:class:`Section`): its id (also the name of its template
+``templates/sections/<id>.html.j2``), its headings, its tables' schema, its
+pooling across prompts, its view and its figures. Most sections have an
+analysis (``ANALYSIS``): a ``run(study)`` that computes its tables from one
+:class:`~sklearn_fairaes.report._study.Study` (one prompt), and an
+``absent(study)`` that says, in a sentence for the report, why it cannot run
+on that study (or None when it can). Adding a section is adding one module
+and one template, and its entry in ``SECTIONS`` (``analyses/__init__.py``).
 
 Tables returned by ``run`` carry no ``prompt`` column: the audit inserts it
 in front when it stacks the studies, so every table has one row per

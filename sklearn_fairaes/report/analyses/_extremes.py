@@ -397,7 +397,7 @@ def plot_extreme_pairs(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_extreme_pairs
+    >>> from sklearn_fairaes.report.analyses._extremes import plot_extreme_pairs
     >>> table = pd.DataFrame({"representation": ["bow"] * 4,
     ...                       "which": ["nearest", "nearest", "farthest", "farthest"],
     ...                       "feature": ["word_count", "spelling_errors"] * 2,
@@ -505,7 +505,7 @@ def plot_feature_profile(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_feature_profile
+    >>> from sklearn_fairaes.report.analyses._extremes import plot_feature_profile
     >>> table = pd.DataFrame({"representation": ["sbert"] * 3,
     ...                       "group": ["nearest", "medium", "farthest"],
     ...                       "feature": ["word_count"] * 3,

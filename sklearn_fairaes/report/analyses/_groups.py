@@ -499,7 +499,7 @@ def plot_group_agreement(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_group_agreement
+    >>> from sklearn_fairaes.report.analyses._groups import plot_group_agreement
     >>> table = pd.DataFrame({"representation": ["bow"] * 3, "system": ["ridge"] * 3,
     ...                       "group": ["A", "B", "all"], "qwk": [0.71, 0.64, 0.68],
     ...                       "smd": [-0.03, 0.12, 0.04], "dsm": [-0.06, 0.08, 0.0]})
@@ -608,7 +608,7 @@ def plot_group_lipschitz(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_group_lipschitz
+    >>> from sklearn_fairaes.report.analyses._groups import plot_group_lipschitz
     >>> table = pd.DataFrame({"representation": ["bow"] * 6,
     ...                       "system": ["ridge"] * 3 + ["human"] * 3,
     ...                       "scope": ["overall", "within", "cross"] * 2,

@@ -482,7 +482,7 @@ def plot_lipschitz(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_lipschitz
+    >>> from sklearn_fairaes.report.analyses._lipschitz import plot_lipschitz
     >>> table = pd.DataFrame({"representation": ["bow", "bow"],
     ...                       "system": ["ridge", "human"],
     ...                       "lipschitz_minmax": [0.99, 0.96],
@@ -584,7 +584,7 @@ def plot_distance_distribution(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_distance_distribution
+    >>> from sklearn_fairaes.report.analyses._lipschitz import plot_distance_distribution
     >>> table = pd.DataFrame({"representation": ["bow"] * 4,
     ...                       "series": ["distance", "distance", "ridge", "ridge"],
     ...                       "bin_left": [0.0, 0.5, 0.0, 0.5],
@@ -692,7 +692,7 @@ def plot_score_distance(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_score_distance
+    >>> from sklearn_fairaes.report.analyses._lipschitz import plot_score_distance
     >>> table = pd.DataFrame({"representation": ["sbert"] * 2, "system": ["ridge"] * 2,
     ...                       "n_bins": [2, 2], "bin": [1, 2], "n_pairs": [10, 10],
     ...                       "distance_min": [0.0, 0.5], "distance_max": [0.5, 1.0],

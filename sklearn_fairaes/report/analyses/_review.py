@@ -648,7 +648,7 @@ def plot_lipschitz_profile(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_fairaes.report._plots import plot_lipschitz_profile
+    >>> from sklearn_fairaes.report.analyses._review import plot_lipschitz_profile
     >>> table = pd.DataFrame({"representation": ["tfidf"] * 3, "system": ["human"] * 3,
     ...                       "lipschitz_constant": [0.5, 1.0, 4.0],
     ...                       "fraction": [0.6, 0.9, 1.0]})
