@@ -229,11 +229,9 @@ def _plan(
         for heading in section.headings:
             lacking = [p for p in prompts if p not in has[heading.id]]
             if not lacking or (
-                section.id == "short_answers"
-                and not visible
-                and not meta.get("short_answer")
+                not visible and section.applies is not None and not section.applies(meta)
             ):
-                continue  # an essay audit: no short-answer section to explain
+                continue  # e.g. an essay audit: no short-answer section to explain
             reasons: dict[str, list[str]] = {}
             for p in lacking:
                 reason = _absent_reason(meta, section.id, p) or (

@@ -127,6 +127,10 @@ class Section:
         optional always shows and says why it is empty.
     default_reason : str or None
         Why an optional section is left out when the audit gave no reason.
+    applies : callable or None
+        ``applies(meta)``: False when the section has no meaning for this
+        audit, so that its absence is not even listed (short answers in an
+        essay audit); None: it always applies.
     per_prompt : bool
         Shown once per prompt (in each prompt's part); False for the
         sections that open the report.
@@ -154,6 +158,7 @@ class Section:
     color_keys: tuple[tuple[str, str], ...] = ()
     optional: bool = False
     default_reason: str | None = None
+    applies: Callable[[Mapping[str, Any]], bool] | None = None
     per_prompt: bool = True
     template_dir: str | None = None
 

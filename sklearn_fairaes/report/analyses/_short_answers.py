@@ -512,4 +512,6 @@ SECTION = Section(
     pool=pool,
     optional=True,
     default_reason="not a short-answer audit (no reference column was given)",
+    # an essay audit has no short-answer section to explain
+    applies=lambda meta: bool(meta.get("short_answer")),
 )
