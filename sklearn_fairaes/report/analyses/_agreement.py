@@ -17,9 +17,13 @@ to integers) and ``abs_smd_paper`` (the SMD with population SDs).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ...resources import require
 from .._cells import (
     _KIND_LABELS,
     _NA,
@@ -34,25 +38,10 @@ from .._cells import (
     _systems,
     _table,
 )
-from .._plots import (
-    _check_table,
-)
+from .._plots import _check_table
 from ._base import AnalysisOutput, Heading, Section
 
 if TYPE_CHECKING:
-    import pandas as pd
-    from pandas import DataFrame
-
-import warnings
-from typing import TYPE_CHECKING
-
-import numpy as np
-
-from ...resources import require
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import pandas as pd
     from numpy.typing import NDArray
     from pandas import DataFrame

@@ -28,43 +28,22 @@ columns of :func:`~sklearn_fairaes.perturb.perturbation_audit`) and
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-from .._cells import (
-    _mod,
-    _num,
-    _pct,
-    _present,
-    _rep,
-    _table,
-)
-from .._plots import (
-    _check_table,
-    _short,
-    model_label,
-    representation_label,
-)
-from ._base import AnalysisOutput, FigureContext, Heading, Section
-
-if TYPE_CHECKING:
-    import pandas as pd
-    from matplotlib.figure import Figure
-    from pandas import DataFrame
-
-import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...exceptions import UndefinedMetricWarning
 from ...resources import require
+from .._cells import _mod, _num, _pct, _present, _rep, _table
+from .._plots import _check_table, _short, model_label, representation_label
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import no_spaces_reason, noting, pair_notes
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import pandas as pd
+    from matplotlib.figure import Figure
     from numpy.typing import NDArray
     from pandas import DataFrame
 

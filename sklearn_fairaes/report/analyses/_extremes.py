@@ -22,15 +22,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat, SupportsInt, cast
 
-from .._cells import (
-    _missing,
-    _num,
-    _ordered,
-    _present,
-    _score,
-    _table,
-    _text,
-)
+import numpy as np
+from numpy.typing import NDArray
+
+from ...resources import require
+from .._cells import _missing, _num, _ordered, _present, _score, _table, _text
 from .._plots import (
     _DISTANCE_GROUP_COLORS,
     _GROUP_PALETTE,
@@ -45,25 +41,12 @@ from .._plots import (
     feature_number,
     representation_label,
 )
-from ._base import AnalysisOutput, FigureContext, Heading, Section
-
-if TYPE_CHECKING:
-    import pandas as pd
-    from matplotlib.figure import Figure
-
-from typing import TYPE_CHECKING
-
-import numpy as np
-from numpy.typing import NDArray
-
-from ...resources import require
 from .._plots import _ordered as _pordered
 from .._plots import _text as _ptext
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import PairAnalysis
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
     import pandas as pd
     from matplotlib.figure import Figure
 

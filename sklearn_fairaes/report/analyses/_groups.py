@@ -30,9 +30,14 @@ has one block per representation and every system audited under it.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ...exceptions import UndefinedMetricWarning
+from ...resources import require
 from .._cells import (
     _NA,
     _THRESHOLDS,
@@ -66,27 +71,12 @@ from .._plots import (
     model_label,
     representation_label,
 )
-from ._base import AnalysisOutput, FigureContext, Heading, Section
-
-if TYPE_CHECKING:
-    import pandas as pd
-    from matplotlib.figure import Figure
-    from pandas import DataFrame
-
-import warnings
-from typing import TYPE_CHECKING
-
-import numpy as np
-
-from ...exceptions import UndefinedMetricWarning
-from ...resources import require
 from .._plots import _ordered as _pordered
 from .._plots import _text as _ptext
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import noting, pair_notes
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
     import pandas as pd
     from matplotlib.figure import Figure
     from numpy.typing import NDArray

@@ -23,6 +23,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+from numpy.typing import NDArray
+
+from ...resources import require
 from .._cells import (
     _NA,
     Cell,
@@ -53,28 +57,15 @@ from .._plots import (
     model_label,
     representation_label,
 )
+from .._plots import _ordered as _pordered
+from .._plots import _text as _ptext
 from ._base import AnalysisOutput, FigureContext, Heading, Section
+from ._common import PairAnalysis, degenerate_distances, noting, pair_notes, where
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
     from pandas import DataFrame
-
-from typing import TYPE_CHECKING
-
-import numpy as np
-from numpy.typing import NDArray
-
-from ...resources import require
-from .._plots import _ordered as _pordered
-from .._plots import _text as _ptext
-from ._common import PairAnalysis, degenerate_distances, noting, pair_notes, where
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
-    import pandas as pd
-    from matplotlib.figure import Figure
 
     from .._study import PairSpace, Study
 

@@ -24,12 +24,7 @@ from .._cells import (
     _text,
     _warnings,
 )
-from .._plots import (
-    feature_label,
-    feature_number,
-    model_label,
-    representation_label,
-)
+from .._plots import feature_label, feature_number, model_label, representation_label
 from ._base import Heading, Section
 
 if TYPE_CHECKING:

@@ -12,33 +12,17 @@ the number of sampled essays and where the paraphrases came from.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from .._cells import (
-    _mean_sd,
-    _num,
-    _present,
-    _rep,
-    _table,
-)
-from .._plots import (
-    _check_table,
-)
-from ._base import AnalysisOutput, Heading, Section
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-import warnings
-from typing import TYPE_CHECKING
-
 from ...resources import require
+from .._cells import _mean_sd, _num, _present, _rep, _table
+from .._plots import _check_table
+from ._base import AnalysisOutput, Heading, Section
 from ._common import dense, no_spaces_reason
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import pandas as pd
 
     from .._study import Study

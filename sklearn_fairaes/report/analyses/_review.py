@@ -37,6 +37,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import NDArray
+
+from ...resources import require
 from .._cells import (
     _missing,
     _mod,
@@ -61,25 +65,12 @@ from .._plots import (
     model_label,
     representation_label,
 )
-from ._base import AnalysisOutput, FigureContext, Heading, Section
-
-if TYPE_CHECKING:
-    import pandas as pd
-    from matplotlib.figure import Figure
-
-from typing import TYPE_CHECKING
-
-import numpy as np
-from numpy.typing import NDArray
-
-from ...resources import require
 from .._plots import _ordered as _pordered
 from .._plots import _text as _ptext
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import PairAnalysis, noting, pair_notes, where
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
     import pandas as pd
     from matplotlib.figure import Figure
 

@@ -30,33 +30,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from .._cells import (
-    _mod,
-    _num,
-    _pct,
-    _present,
-    _rep,
-    _table,
-)
-from .._plots import (
-    _check_table,
-)
-from ._base import AnalysisOutput, Heading, Section
-
-if TYPE_CHECKING:
-    import pandas as pd
-    from pandas import DataFrame
-
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ...resources import require
+from .._cells import _mod, _num, _pct, _present, _rep, _table
+from .._plots import _check_table
 from .._study import System
+from ._base import AnalysisOutput, Heading, Section
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
     import pandas as pd
     from numpy.typing import NDArray
     from pandas import DataFrame

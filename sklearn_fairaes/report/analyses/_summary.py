@@ -25,11 +25,7 @@ from .._cells import (
     _text,
     _th,
 )
-from .._plots import (
-    POOLED,
-    _check_table,
-    model_label,
-)
+from .._plots import POOLED, _check_table, model_label
 from ._base import Heading, Section
 
 if TYPE_CHECKING:
