@@ -261,8 +261,10 @@ def render_html(
 ) -> str:
     """Render an audit as one self-contained HTML page.
 
-    Sections follow the paper's methodology (Section 3) and results (Section
-    5): 1 Overview, 2 Agreement with human raters, 3 Essay similarity:
+    Sections come in the order of ``analyses.SECTIONS`` (only those of
+    ``meta["sections"]`` when the audit was told which to run), which
+    follows the paper's methodology (Section 3) and results (Section 5):
+    1 Overview, 2 Agreement with human raters, 3 Essay similarity:
     extreme pairs, 4 Aggregate feature differences, 5 Paraphrase robustness,
     6 Individual fairness: Lipschitz fraction, 7 Score difference vs.
     distance, then the group view (with a group table), the counterfactual
