@@ -167,6 +167,7 @@ ANALYSIS = _Agreement()
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
+    """The agreement tables as the template shows them, with the thresholds each row meets."""
     out: dict[str, Any] = {"scale": _scale_text(meta, prompt), "main": None}
     if not _present(tables, "agreement"):
         return out

@@ -331,6 +331,7 @@ ANALYSIS = _Counterfactual()
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
+    """The counterfactual edits' summary and examples as the template shows them."""
     out: dict[str, Any] = {"table": None, "examples": None, "tolerance": None}
     if not _present(tables, "perturbation"):
         return out

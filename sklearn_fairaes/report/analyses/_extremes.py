@@ -280,6 +280,7 @@ def _data_row(pair: Mapping[str, Any], end: str) -> object:
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
+    """The extreme pairs (with their essays) and the aggregate feature differences."""
     out: dict[str, Any] = {"reps": [], "profile": _present(tables, "feature_profile")}
     if not _present(tables, "extreme_pairs"):
         return out

@@ -298,6 +298,7 @@ def _by_system(
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
+    """The group view's agreement, fairness models and Lipschitz fractions per group."""
     out: dict[str, Any] = {
         "agreement": None,
         "fairness": None,

@@ -321,6 +321,7 @@ ANALYSIS = LipschitzAnalysis()
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
+    """The Lipschitz fractions, the score-distance bins and the trend per system."""
     reps_pref = meta.get("representations") or ()
     systems = _system_order(meta)
     out: dict[str, Any] = {

@@ -157,6 +157,7 @@ ANALYSIS = ParaphraseAnalysis()
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
+    """The paraphrase rankings' NDCG and Spearman's rho per representation."""
     if not _present(tables, "paraphrase"):
         return {"table": None, "source": meta.get("paraphrase_source")}
     table = tables["paraphrase"]

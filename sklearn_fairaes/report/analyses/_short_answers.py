@@ -418,6 +418,7 @@ _COVERAGE_COLUMNS = {
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
+    """The grading error and the reference coverage as the template shows them."""
     out: dict[str, Any] = {"grading": None, "coverage": None}
     if _present(tables, "grading"):
         table = tables["grading"]
