@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
         f"different scores: {lp.n_never:,}"
     )
     if args.figure is not None:
-        from sklearn_fairaes.report._plots import plot_lipschitz_profile
+        from sklearn_fairaes.report.analyses._review import plot_lipschitz_profile
 
         curve = lp.to_frame("curve").reset_index()
         curve.insert(0, "system", "human")

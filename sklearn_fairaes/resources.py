@@ -329,8 +329,17 @@ def _wordnet_reader_at(root: Any) -> Any:
 
     class _Reader(WordNetCorpusReader):  # type: ignore[misc, unused-ignore]
         def __init__(self, *args: Any) -> None:
+            # NLTK reads a synset by seek() then readline() on one shared file
+            # handle per part of speech: two threads (the audit's paraphrases
+            # beside a study's features) interleave them and read a line from
+            # the middle of another (a WordNetError, or a wrong synset)
+            self._read_lock = threading.RLock()
             with _nltk_may_read(folder):
                 super().__init__(*args)
+
+        def synset_from_pos_and_offset(self, pos: str, offset: int) -> Any:
+            with self._read_lock:
+                return super().synset_from_pos_and_offset(pos, offset)
 
         def open(self, file: str) -> Any:
             if (

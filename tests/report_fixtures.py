@@ -16,69 +16,20 @@ import numpy as np
 import pandas as pd
 
 from sklearn_fairaes.features._interpretable import FEATURE_NAMES, PROMPT_FEATURES
+from sklearn_fairaes.report.analyses import SECTIONS
 
 # the package's own feature list: the fixture follows it when it changes
 FEATURES = FEATURE_NAMES
 
-#: Columns of every table of the contract, in order ("features" and
-#: "predictions" depend on the run and are checked separately).
+#: Columns of every table of the contract, in order: the sections' own schema
+#: ("features" and "predictions" depend on the run and are checked separately;
+#: the essays to review are not in these synthetic audits).
 _CONTRACT = {
-    "agreement": [
-        "representation", "system", "kind", "n", "n_outside_scale", "qwk", "qwk_truncated", "human_human_qwk",
-        "degradation", "smd", "abs_smd_paper", "exact_agreement", "adjacent_agreement",
-        "pearson_r", "qwk_ok", "degradation_ok", "smd_ok", "acceptable",
-    ],
-    "human_agreement": ["rater1", "rater2", "qwk", "exact_agreement", "adjacent_agreement", "n"],
-    "lipschitz": [
-        "representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs",
-        "n_satisfied_minmax", "n_satisfied_max",
-    ],
-    "score_distance": [
-        "representation", "system", "n_bins", "bin", "n_pairs", "distance_min",
-        "distance_max", "mean_abs_diff", "se",
-    ],
-    "trend": ["representation", "system", "n_bins", "spearman_rho", "spearman_pvalue"],
-    "distance_distribution": ["representation", "series", "bin_left", "bin_right", "density"],
-    "extreme_pairs": [
-        "representation", "which", "rank", "row_a", "row_b", "data_row_a", "data_row_b",
-        "id_a", "id_b", "distance", "text_a", "text_b", "score_a", "score_b",
-    ],
-    "extreme_pair_features": ["representation", "which", "feature", "value_a", "value_b"],
-    "feature_profile": ["representation", "group", "feature", "mean_abs_diff"],
-    "paraphrase": [
-        "representation", "ndcg", "ndcg_std", "ndcg_at_10", "ndcg_at_10_std", "spearman",
-        "spearman_std", "n_samples", "source",
-    ],
-    "group_agreement": [
-        "representation", "system", "group", "n", "human_mean", "human_sd", "machine_mean",
-        "machine_sd", "qwk", "smd", "dsm", "qwk_ok", "smd_ok", "dsm_ok",
-    ],
-    "group_fairness": [
-        "representation", "system", "metric", "name", "r2", "r2_adjusted", "f_statistic",
-        "df_num", "df_denom", "p_value", "base_group",
-    ],
-    "group_fairness_coefficients": [
-        "representation", "system", "metric", "group", "term", "estimate", "std_error",
-        "t_statistic", "p_value", "ci_low", "ci_high",
-    ],
-    "group_lipschitz": [
-        "representation", "system", "scope", "group", "n_essays", "n_pairs", "n_satisfied",
-        "fraction",
-    ],
-    "perturbation": [
-        "representation", "system", "perturbation", "family", "expected", "n_essays",
-        "n_changed", "mean_abs_change", "mean_change", "max_abs_change",
-        "share_beyond_tolerance", "share_down", "share_within", "share_up", "share_expected",
-        "mean_distance", "share_zero_distance", "lipschitz_minmax", "lipschitz_max",
-        "tolerance",
-    ],
-    "perturbation_examples": ["representation", "perturbation", "id", "edit_preview", "note"],
-    "grading": ["representation", "system", "n", "rmse", "wrmse"],
-    "reference_coverage": [
-        "representation", "n_references", "mean_score", "ci_low", "ci_high", "share_below_threshold",
-        "n_questions", "n_held_out",
-    ],
-}  # fmt: skip
+    name: list(columns)
+    for section in SECTIONS
+    if section.id != "review"
+    for name, columns in section.schema.items()
+}
 CONTRACT_COLUMNS = {name: ["prompt", *columns] for name, columns in _CONTRACT.items()}
 
 #: The tables of a short-answer audit only.

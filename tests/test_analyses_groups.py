@@ -17,7 +17,11 @@ import sklearn_fairaes as sf
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
 from sklearn_fairaes.metrics import condensed_distances
 from sklearn_fairaes.report._study import PairSpace, Settings, Study, System
-from sklearn_fairaes.report.analyses._groups import ANALYSIS, GROUP_LIPSCHITZ_COLUMNS
+from sklearn_fairaes.report.analyses._groups import (
+    ANALYSIS,
+    GROUP_LIPSCHITZ_COLUMNS,
+    SECTION,
+)
 
 N = 48
 SCALE = (0, 12)
@@ -84,7 +88,7 @@ def _block(table, representation, system):
 
 
 def test_protocol_and_absent():
-    assert ANALYSIS.name == "groups" and ANALYSIS.title == "Group view"
+    assert ANALYSIS.name == "groups" and SECTION.title == "Group view"
     demo = sf.load_demo_essays().iloc[:20]
     without = _study(demo, groups=False)
     reason = ANALYSIS.absent(without)

@@ -17,7 +17,7 @@ import sklearn_fairaes as sf
 from sklearn_fairaes import text
 from sklearn_fairaes.report import AuditInputError
 from sklearn_fairaes.report._study import PairSpace, Settings, Study, System
-from sklearn_fairaes.report.analyses import ORDER
+from sklearn_fairaes.report.analyses import SECTIONS
 from sklearn_fairaes.report.analyses._review import ANALYSIS, review_reason
 
 HOSTILE = "<script>alert('x')</script> & <img src=x onerror=alert(1)> "
@@ -171,7 +171,7 @@ def test_tables_are_written_as_csv(given_result, tmp_path):
 
 
 def test_review_runs_after_lipschitz():
-    names = [a.name for a in ORDER]
+    names = [s.id for s in SECTIONS]
     assert names.index("review") == names.index("lipschitz") + 1
 
 

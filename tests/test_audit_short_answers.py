@@ -22,6 +22,7 @@ from sklearn_fairaes.report.analyses._short_answers import (
     ANALYSIS,
     GRADING_COLUMNS,
     REFERENCE_BASELINE,
+    SECTION,
     make_reference_baseline,
     pool_grading,
 )
@@ -77,7 +78,10 @@ def q4(stita):
 
 
 def test_protocol_and_absent(q4):
-    assert (ANALYSIS.name, ANALYSIS.title) == ("short_answers", "Short-answer grading")
+    assert (ANALYSIS.name, SECTION.title) == (
+        "short_answers",
+        "Short answers: grading and reference coverage",
+    )
     assert ANALYSIS.absent(q4) is None
     essays = Study(**{**q4.__dict__, "short_answer": False})
     assert "--reference-col" in ANALYSIS.absent(essays)

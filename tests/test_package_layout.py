@@ -13,13 +13,6 @@ from conftest import REPO
 PACKAGE = REPO / "sklearn_fairaes"
 MAX_LINES = 1200
 
-#: Modules over MAX_LINES today, outside metrics/, that a colleague is
-#: shrinking (issue 32). A module may leave this list, none may join it.
-KNOWN_LONG = {
-    "sklearn_fairaes/report/_html.py",
-    "sklearn_fairaes/report/_plots.py",
-}
-
 
 def _module_name(path):
     parts = list(path.relative_to(REPO).with_suffix("").parts)
@@ -155,14 +148,10 @@ def test_no_module_over_the_line_limit():
         str(p.relative_to(REPO)): len(p.read_text().splitlines())
         for p in sorted(PACKAGE.rglob("*.py"))
     }
-    too_long = {p: n for p, n in lengths.items() if n > MAX_LINES and p not in KNOWN_LONG}
+    too_long = {p: n for p, n in lengths.items() if n > MAX_LINES}
     assert not too_long, (
         f"modules over {MAX_LINES} lines (split them by responsibility): {too_long}"
     )
-    metrics_listed = {p for p in KNOWN_LONG if p.startswith("sklearn_fairaes/metrics/")}
-    assert not metrics_listed, "metrics/ has no exception to the line limit"
-    shrunk = {p for p in KNOWN_LONG if lengths.get(p, 0) <= MAX_LINES}
-    assert not shrunk, f"now within {MAX_LINES} lines: remove {shrunk} from KNOWN_LONG"
 
 
 #: The pair engine's modules, each importing only modules before it (the

@@ -40,16 +40,23 @@ from sklearn_fairaes.report._html import (  # noqa: E402
     to_json_dict,
 )
 from sklearn_fairaes.report._plots import (  # noqa: E402
-    FIGURE_NAMES,
     MODEL_LABELS,
     figure_key,
-    make_figures,
     model_colors,
+    representation_label,
+)
+from sklearn_fairaes.report.analyses import (  # noqa: E402
+    FIGURE_NAMES,
+    SECTIONS,
+    make_figures,
+)
+from sklearn_fairaes.report.analyses._groups import (  # noqa: E402
     plot_group_agreement,
     plot_group_lipschitz,
+)
+from sklearn_fairaes.report.analyses._lipschitz import (  # noqa: E402
     plot_lipschitz,
     plot_score_distance,
-    representation_label,
 )
 
 
@@ -965,10 +972,8 @@ def test_templates_autoescape_and_refuse_undefined_names():
     # one template per analysis, shipped with the package
     from importlib.resources import files
 
-    from sklearn_fairaes.report import _html
-
     folder = files("sklearn_fairaes.report") / "templates"
-    names = {analysis for analysis, _ in _html._ANALYSIS_SECTIONS} | {"overview", "summary"}
+    names = {s.id for s in SECTIONS}
     for name in names:
         assert (folder / "sections" / f"{name}.html.j2").is_file(), name
     assert (folder / "layout.html.j2").is_file()
@@ -1059,7 +1064,7 @@ def test_system_names_and_prompt_ids_never_change_the_markup(system, prompt):
 
 
 def test_scores_are_shown_without_trailing_zeros():
-    from sklearn_fairaes.report._html import _score
+    from sklearn_fairaes.report._cells import _score
 
     assert [_score(v).text for v in (2.0, 2.5, 0.125, 1 / 3, 12_000.0)] == [
         "2", "2.5", "0.125", "0.333", "12,000",

@@ -1,3 +1,4 @@
+import itertools
 import re
 import zipfile
 from pathlib import Path
@@ -143,3 +144,44 @@ def test_laser_files_lookup_order(tmp_path, monkeypatch):
         resolve_laser_files(tmp_path / "empty")
     with pytest.raises(ResourceNotFoundError, match="does not exist"):
         resolve_laser_files(tmp_path, encoder=tmp_path / "nope.pt")
+
+
+def test_wordnet_reader_is_safe_from_two_threads():
+    """The audit reads WordNet from its paraphrase thread and its main thread at once.
+
+    NLTK reads a synset with seek() then readline() on one shared file handle;
+    unguarded, threads interleave them (a WordNetError on a line read from the
+    middle of another, or None for a synset) within a few thousand lookups.
+    """
+    import sys
+    import threading
+
+    reader = resources.wordnet_reader()
+    words = [
+        lemma.name()
+        for synset in itertools.islice(reader.all_synsets("n"), 3000)
+        for lemma in synset.lemmas()
+    ][:3000]
+    resources._wordnet_reader_at.cache_clear()  # a new reader: every synset read from disk
+    reader = resources.wordnet_reader()
+    errors: list[str] = []
+
+    def look_up(chunk):
+        try:
+            for word in chunk:
+                for synset in reader.synsets(word):
+                    assert synset is not None and synset.name()
+        except Exception as exc:  # noqa: BLE001 (any failure of a thread is the finding)
+            errors.append(f"{type(exc).__name__}: {str(exc)[:120]}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads switch often: the race shows at once
+    try:
+        threads = [threading.Thread(target=look_up, args=(words[i::4],)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[:3]

@@ -8,9 +8,9 @@ The audit runs in three steps. Every input is checked for every prompt
 before any computation (``_build.plan_audit``); then one study per prompt is
 built (``_build.build_studies``: the systems' scores, representations fitted
 on that prompt's essays, interpretable features, paraphrases and the pair
-distances); then each analysis of ``analyses.ORDER`` runs on each study and
-the tables are stacked with a ``prompt`` column in front, with pooled rows
-across prompts where pooling is defined.
+distances); then the analysis of each selected section of
+``analyses.SECTIONS`` runs on each study and the tables are stacked with a
+``prompt`` column in front, each section pooling its own across prompts.
 
 The analyses follow the paper: agreement with the human scores (§4.3,
 Table 2), extreme pairs (§5.1.2, Figure 1) and aggregate feature differences
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from pandas import DataFrame
 
     from ..text import EmbeddingCache
-    from .analyses import AnalysisOutput
+    from .analyses import AnalysisOutput, Section
 
 __all__ = ["audit", "AuditResult", "AuditInputError", "MODEL_NAMES", "REPRESENTATION_NAMES"]
 
@@ -105,6 +105,7 @@ def audit(
     progress: bool = False,
     title: str | None = None,
     tune_interpreter: bool = False,
+    sections: Sequence[str] | None = None,
 ) -> AuditResult:
     """Audit scoring systems for individual fairness (are similar essays scored similarly).
 
@@ -309,6 +310,14 @@ def audit(
         for every thread of the process, so leave it False in a program that
         is not only the audit (a notebook, a server); the ``fairaes`` command
         sets it.
+    sections : sequence of str, default=None
+        The ids of the report's sections to run and show (see
+        :func:`~sklearn_fairaes.report.analyses.section_ids`: ``"agreement"``,
+        ``"extremes"``, ``"paraphrase"``, ``"lipschitz"``, ``"review"``,
+        ``"groups"``, ``"counterfactual"``, ``"short_answers"``, and the
+        ``"overview"`` and ``"summary"`` that open the report); None: all. A
+        section left out is neither run nor shown, and ``meta["sections"]``
+        lists those that were selected (absent when all were).
 
     Returns
     -------
@@ -413,7 +422,7 @@ def audit(
     arguments = locals()
     from ..features._persist import result_counts
     from ..text._cache import open_cache
-    from .analyses import ORDER
+    from .analyses import selected
 
     started = time.time()
     results_before = result_counts()
@@ -421,9 +430,14 @@ def audit(
         tune_interpreter=bool(tune_interpreter),
         **{name: arguments[name] for name in AuditConfig().options},
     )
+    if settings.sections is not None:
+        # one id as a str, or any sequence of ids: kept as a tuple (its meta entry)
+        ids = settings.sections
+        settings.sections = (ids,) if isinstance(ids, str) else tuple(ids)
     embedding_cache = open_cache(cache)
     settings.cache = embedding_cache
     hits, misses = embedding_cache.hits, embedding_cache.misses
+    _check_sections(settings.sections)
     plan = plan_audit(
         data,
         text_col=text_col,
@@ -442,7 +456,8 @@ def audit(
         reference_sep=reference_sep,
         settings=settings,
     )
-    bar = Progress(progress, Progress.steps(plan, len(ORDER)))
+    chosen = [s for s in selected(plan.settings.sections) if s.analysis is not None]
+    bar = Progress(progress, Progress.steps(plan, len(chosen)))
     # a Ctrl-C stops the audit even where it lands in a finaliser; only when
     # asked: the handler and the hook are the whole process's
     guard = interrupts_kept() if tune_interpreter else contextlib.nullcontext()
@@ -450,10 +465,10 @@ def audit(
         try:
             studies, vector_counts = build_studies(plan, bar)
             pause("computing")  # test-only hook: an interrupt test's instant mid-audit
-            runs = {a.name: _run(a, studies, bar) for a in ORDER}
+            runs = {s.id: _run(s.analysis, studies, bar) for s in chosen if s.analysis}
         finally:
             bar.close()
-    tables = _stack(studies, runs)
+    tables = _stack(studies, runs, chosen)
     tables.update(_data_tables(studies))
     meta = _meta(plan, studies, runs, started, title)
     # essays that became empty vectors, or lost most of their letters, per
@@ -477,6 +492,22 @@ def audit(
     return AuditResult(tables, meta)
 
 
+def _check_sections(ids: tuple[str, ...] | None) -> None:
+    """``sections=``: known section ids only, refused before any work."""
+    from .analyses import section_ids
+
+    if ids is None:
+        return
+    valid = section_ids()
+    unknown = [s for s in ids if not isinstance(s, str) or s not in valid]
+    if unknown:
+        raise AuditInputError(
+            f"sections: unknown section id(s) {', '.join(map(repr, unknown))}; the valid "
+            f"ids are {', '.join(valid)} (on the command line: --sections "
+            "agreement,lipschitz,...)"
+        )
+
+
 def _run(
     analysis: Any, studies: Sequence[Study], bar: Progress
 ) -> list[AnalysisOutput | str]:
@@ -496,7 +527,9 @@ def _with_prompt(frame: DataFrame, prompt: str) -> DataFrame:
 
 
 def _stack(
-    studies: Sequence[Study], runs: Mapping[str, Sequence[AnalysisOutput | str]]
+    studies: Sequence[Study],
+    runs: Mapping[str, Sequence[AnalysisOutput | str]],
+    sections: Sequence[Section],
 ) -> dict[str, DataFrame]:
     """Every analysis's tables over the studies, ``prompt`` first, with pooled rows."""
     pd = require("pandas", purpose="the audit")
@@ -509,77 +542,10 @@ def _stack(
                 parts.setdefault(name, []).append(_with_prompt(frame, study.prompt))
     tables = {name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()}
     if len(studies) > 1:
-        if "agreement" in tables:
-            tables["agreement"] = _pooled_agreement(tables["agreement"])
-        if "lipschitz" in tables:
-            tables["lipschitz"] = _pooled_lipschitz(tables["lipschitz"])
-        if "grading" in tables:
-            from .analyses._short_answers import pool_grading
-
-            pooled = _with_prompt(pool_grading(list(studies)), "pooled")
-            tables["grading"] = pd.concat([tables["grading"], pooled], ignore_index=True)
+        for section in sections:
+            if section.pool is not None:
+                tables = section.pool(tables, studies)
     return tables
-
-
-_KEYS = ["representation", "system"]
-
-
-def _pooled_agreement(table: DataFrame) -> DataFrame:
-    """Append one ``prompt="pooled"`` row per (representation, system).
-
-    Its ``qwk`` is the Fisher-z mean of the prompts' QWKs with equal weights
-    (:func:`~sklearn_fairaes.metrics.mean_qwk`, as the ASAP competition
-    averaged its prompts), ``n`` and ``n_outside_scale`` are sums, ``qwk_ok``
-    the acceptance threshold on the pooled QWK; the other columns are NaN,
-    since a mean of per-prompt SMDs or rates on different scales means little.
-    """
-    from ..metrics import mean_qwk
-
-    pd = require("pandas", purpose="the audit")
-    rows = []
-    for (rname, sname), part in table.groupby(_KEYS, sort=False):
-        kappas = part["qwk"].to_numpy(dtype=float)
-        pooled = mean_qwk(kappas) if np.isfinite(kappas).all() else np.nan
-        rows.append(
-            {
-                "prompt": "pooled",
-                "representation": rname,
-                "system": sname,
-                "kind": part["kind"].iloc[0],
-                "n": int(part["n"].sum()),
-                "n_outside_scale": int(part["n_outside_scale"].sum()),
-                "qwk": pooled,
-                "qwk_ok": bool(pooled >= 0.7),
-            }
-        )
-    return pd.concat([table, pd.DataFrame(rows, columns=table.columns)], ignore_index=True)
-
-
-def _pooled_lipschitz(table: DataFrame) -> DataFrame:
-    """Append one ``prompt="pooled"`` row per (representation, system): pair-weighted.
-
-    Each fraction is the satisfied pairs of every prompt over all their pairs
-    (pairs within a prompt only: no pair across prompts is ever formed).
-    """
-    pd = require("pandas", purpose="the audit")
-    rows = []
-    for (rname, sname), part in table.groupby(_KEYS, sort=False):
-        n_pairs = int(part["n_pairs"].sum())
-        mm = int(part["n_satisfied_minmax"].sum())
-        mx = int(part["n_satisfied_max"].sum())
-        rows.append(
-            {
-                "prompt": "pooled",
-                "representation": rname,
-                "system": sname,
-                "lipschitz_minmax": mm / n_pairs,
-                "lipschitz_max": mx / n_pairs,
-                "n_pairs": n_pairs,
-                "n_satisfied_minmax": mm,
-                "n_satisfied_max": mx,
-            }
-        )
-    return pd.concat([table, pd.DataFrame(rows, columns=table.columns)], ignore_index=True)
 
 
 def _data_tables(studies: Sequence[Study]) -> dict[str, DataFrame]:
@@ -707,6 +673,12 @@ def _meta(
         "device": plan.settings.device,
         "letters": plan.settings.letters,
         "absent_sections": absent,
+        # only when chosen, so that a full audit's results keep their form
+        **(
+            {}
+            if plan.settings.sections is None
+            else {"sections": list(plan.settings.sections)}
+        ),
         "versions": _versions(),
         "started": datetime.fromtimestamp(started, timezone.utc).isoformat(
             timespec="seconds"
@@ -815,10 +787,10 @@ class AuditResult:
         -------
         figures : dict of str -> matplotlib.figure.Figure
             One figure per analysis whose table is present (see
-            ``make_figures`` of ``sklearn_fairaes.report._plots``).
+            ``make_figures`` of ``sklearn_fairaes.report.analyses``).
         """
         if self._figures is None:
-            from ._plots import make_figures
+            from .analyses import make_figures
 
             self._figures = make_figures(self.tables, self.meta)
         return self._figures

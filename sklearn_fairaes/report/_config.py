@@ -463,6 +463,27 @@ REVIEW = OptionGroup(
     ),
 )
 
+#: Which of the report's sections run and show.
+SECTIONS = OptionGroup(
+    "sections",
+    (
+        Option(
+            "sections",
+            None,
+            # the ids are the report's (report.analyses.section_ids), checked
+            # with them in report._audit._check_sections, before any work
+            (),
+            help="the report's sections to run and show, by id (overview, summary, "
+            "agreement, extremes, paraphrase, lipschitz, review, groups, counterfactual, "
+            "short_answers); default: all",
+            metavar="ID[,ID...]",
+            # no flag, or an empty one: every section
+            from_cli=lambda value: _split(value) or None,
+            checked_by="report._audit._check_sections",
+        ),
+    ),
+)
+
 #: The embedding cache of every encoder the audit makes.
 CACHE = OptionGroup(
     "cache",
@@ -491,6 +512,7 @@ GROUPS: tuple[OptionGroup, ...] = (
     PARAPHRASE,
     COUNTERFACTUAL,
     REVIEW,
+    SECTIONS,
     CACHE,
 )
 
@@ -540,7 +562,7 @@ class AuditConfig:
     >>> AuditConfig(n_review=0).validate()
     Traceback (most recent call last):
     ...
-    sklearn_fairaes.report._inputs.AuditInputError: n_review (--n-review) must be an int in the range [1, inf), got 0; pass a number of rows such as n_review=20 (default: 20)
+    sklearn_fairaes.report._config.AuditInputError: n_review (--n-review) must be an int in the range [1, inf), got 0; pass a number of rows such as n_review=20 (default: 20)
     """  # noqa: E501
 
     values: dict[str, Any]

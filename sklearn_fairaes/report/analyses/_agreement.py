@@ -18,14 +18,31 @@ to integers) and ``abs_smd_paper`` (the SMD with population SDs).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...resources import require
-from ._base import AnalysisOutput
+from .._cells import (
+    _KIND_LABELS,
+    _NA,
+    _THRESHOLDS,
+    _flag,
+    _missing,
+    _mod,
+    _num,
+    _present,
+    _rep,
+    _scale_text,
+    _systems,
+    _table,
+)
+from .._plots import _check_table
+from ._base import AnalysisOutput, Heading, Section
 
 if TYPE_CHECKING:
+    import pandas as pd
     from numpy.typing import NDArray
     from pandas import DataFrame
 
@@ -36,7 +53,6 @@ class _Agreement:
     """The ``agreement`` and ``human_agreement`` tables of one study."""
 
     name = "agreement"
-    title = "Agreement with the human scores"
 
     def absent(self, study: Study) -> str | None:
         """None, unless the study grades short answers (see the grading section)."""
@@ -143,3 +159,207 @@ def human_agreement_table(
 
 
 ANALYSIS = _Agreement()
+
+
+# --------------------------------------------------------------------------- view
+
+
+def view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The agreement tables as the template shows them, with the thresholds each row meets."""
+    out: dict[str, Any] = {"scale": _scale_text(meta, prompt), "main": None}
+    if not _present(tables, "agreement"):
+        return out
+    table = tables["agreement"]
+    _check_table(
+        table,
+        "agreement",
+        [
+            "representation", "system", "n", "qwk", "qwk_truncated", "human_human_qwk",
+            "degradation", "smd", "abs_smd_paper", "exact_agreement", "adjacent_agreement",
+            "pearson_r", "qwk_ok", "degradation_ok", "smd_ok", "acceptable",
+        ],
+    )  # fmt: skip
+    records = table.to_dict("records")
+    systems = _systems(meta)
+    with_raters = not all(_missing(r["human_human_qwk"]) for r in records)
+    outside = [
+        float(r["n_outside_scale"])
+        for r in records
+        if not _missing(r.get("n_outside_scale"))
+    ]
+    with_outside = any(v > 0 for v in outside)
+    th = _THRESHOLDS
+    headers = ["Representation", "System", "Kind", "n"]
+    if with_outside:
+        headers.append("Outside the scale")
+    headers += ["QWK", f"QWK ≥ {th['qwk']}"]
+    flags = {len(headers) - 1}
+    if with_raters:
+        headers += ["Human–human QWK", "Degradation", f"Degradation ≤ {th['degradation']}"]
+        flags.add(len(headers) - 1)
+    headers += ["SMD (machine − human)", f"|SMD| ≤ {th['smd']}", "Acceptable"]
+    flags |= {len(headers) - 2, len(headers) - 1}
+    rows = []
+    for r in records:
+        kind = r.get("kind")
+        if _missing(kind):
+            kind = systems.get(str(r["system"]), {}).get("kind")
+        row = [
+            _rep(r["representation"]),
+            _mod(r["system"]),
+            _KIND_LABELS.get(str(kind), kind).split(",")[0] if kind else _NA,
+            _num(r["n"]),
+        ]
+        if with_outside:
+            row.append(_num(r.get("n_outside_scale")))
+        row += [_num(r["qwk"]), _flag(r["qwk_ok"])]
+        if with_raters:
+            row += [_num(r["human_human_qwk"]), _num(r["degradation"])]
+            row.append(_flag(r["degradation_ok"]))
+        row += [_num(r["smd"]), _flag(r["smd_ok"]), _flag(r["acceptable"])]
+        rows.append(row)
+    out["main"] = _table(
+        headers,
+        rows,
+        caption="Agreement with the human score (cf. the paper's Table 2)",
+        flags=flags,
+    )
+    out["with_raters"] = with_raters
+    out["n_outside"] = int(sum(outside)) if with_outside else 0
+    out["further"] = _table(
+        [
+            "Representation",
+            "System",
+            "QWK, truncated predictions (paper's code)",
+            "|SMD|, paper's formula",
+            "Exact agreement",
+            "Adjacent agreement (±1)",
+            "Pearson r",
+        ],
+        [
+            [
+                _rep(r["representation"]),
+                _mod(r["system"]),
+                _num(r["qwk_truncated"]),
+                _num(r["abs_smd_paper"]),
+                _num(r["exact_agreement"]),
+                _num(r["adjacent_agreement"]),
+                _num(r["pearson_r"]),
+            ]
+            for r in records
+        ],
+        caption="Further agreement statistics",
+    )
+    out["human"] = None
+    if _present(tables, "human_agreement"):
+        human = tables["human_agreement"]
+        _check_table(
+            human,
+            "human_agreement",
+            ["rater1", "rater2", "qwk", "exact_agreement", "adjacent_agreement", "n"],
+        )
+        out["human"] = _table(
+            [
+                "Rater 1",
+                "Rater 2",
+                "n",
+                "QWK",
+                "Exact agreement",
+                "Adjacent agreement (±1)",
+            ],
+            [
+                [
+                    h["rater1"],
+                    h["rater2"],
+                    _num(h["n"]),
+                    _num(h["qwk"]),
+                    _num(h["exact_agreement"]),
+                    _num(h["adjacent_agreement"]),
+                ]
+                for h in human.to_dict("records")
+            ],
+            caption="Agreement between the two human raters",
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+def _pooled(table: DataFrame) -> DataFrame:
+    """Append one ``prompt="pooled"`` row per (representation, system).
+
+    Its ``qwk`` is the Fisher-z mean of the prompts' QWKs with equal weights
+    (:func:`~sklearn_fairaes.metrics.mean_qwk`, as the ASAP competition
+    averaged its prompts), ``n`` and ``n_outside_scale`` are sums, ``qwk_ok``
+    the acceptance threshold on the pooled QWK; the other columns are NaN,
+    since a mean of per-prompt SMDs or rates on different scales means little.
+    """
+    from ...metrics import mean_qwk
+
+    pd = require("pandas", purpose="the audit")
+    rows = []
+    for (rname, sname), part in table.groupby(["representation", "system"], sort=False):
+        kappas = part["qwk"].to_numpy(dtype=float)
+        pooled = mean_qwk(kappas) if np.isfinite(kappas).all() else np.nan
+        rows.append(
+            {
+                "prompt": "pooled",
+                "representation": rname,
+                "system": sname,
+                "kind": part["kind"].iloc[0],
+                "n": int(part["n"].sum()),
+                "n_outside_scale": int(part["n_outside_scale"].sum()),
+                "qwk": pooled,
+                "qwk_ok": bool(pooled >= 0.7),
+            }
+        )
+    return pd.concat([table, pd.DataFrame(rows, columns=table.columns)], ignore_index=True)
+
+
+def pool(tables: dict[str, DataFrame], studies: Sequence[Study]) -> dict[str, DataFrame]:
+    """The agreement table with its rows pooled across prompts."""
+    if "agreement" in tables:
+        tables["agreement"] = _pooled(tables["agreement"])
+    return tables
+
+
+SECTION = Section(
+    "agreement",
+    (Heading("agreement", "Agreement with human raters", ("agreement",)),),
+    analysis=ANALYSIS,
+    view=view,
+    schema={
+        "agreement": (
+            "representation",
+            "system",
+            "kind",
+            "n",
+            "n_outside_scale",
+            "qwk",
+            "qwk_truncated",
+            "human_human_qwk",
+            "degradation",
+            "smd",
+            "abs_smd_paper",
+            "exact_agreement",
+            "adjacent_agreement",
+            "pearson_r",
+            "qwk_ok",
+            "degradation_ok",
+            "smd_ok",
+            "acceptable",
+        ),
+        "human_agreement": (
+            "rater1",
+            "rater2",
+            "qwk",
+            "exact_agreement",
+            "adjacent_agreement",
+            "n",
+        ),
+    },  # fmt: skip
+    pool=pool,
+)

@@ -29,16 +29,21 @@ columns of :func:`~sklearn_fairaes.perturb.perturbation_audit`) and
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...exceptions import UndefinedMetricWarning
 from ...resources import require
-from ._base import AnalysisOutput
+from .._cells import _mod, _num, _pct, _present, _rep, _table
+from .._plots import _check_table, _short, model_label, representation_label
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import no_spaces_reason, noting, pair_notes
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
     from numpy.typing import NDArray
     from pandas import DataFrame
 
@@ -111,7 +116,7 @@ class _Checked:
 
     The user's model scores the edited essays here for the first time: what
     it raises, and scores that are not one finite number per text, are its
-    failure (``predict_scores`` of ``report._build``, the check of the
+    failure (``predict_scores`` of ``report._scoring``, the check of the
     essays' scores), named as such, not an error of the audit.
     """
 
@@ -120,7 +125,7 @@ class _Checked:
         self.estimator = estimator
 
     def predict(self, X: Any) -> NDArray[np.float64]:
-        from .._build import predict_scores
+        from .._scoring import predict_scores
 
         return predict_scores(self.name, self.estimator, X, what="edited essays")
 
@@ -129,7 +134,6 @@ class _Counterfactual:
     """The ``counterfactual`` analysis; see the module docstring."""
 
     name = "counterfactual"
-    title = "Counterfactual edits"
 
     def absent(self, study: Study) -> str | None:
         """Why the counterfactual audit cannot run on ``study``, or None when it can."""
@@ -319,3 +323,142 @@ def _names(names: list[str]) -> str:
 
 #: The counterfactual audit, as the audit runs it.
 ANALYSIS = _Counterfactual()
+
+
+# --------------------------------------------------------------------------- view
+
+
+def view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The counterfactual edits' summary and examples as the template shows them."""
+    out: dict[str, Any] = {"table": None, "examples": None, "tolerance": None}
+    if not _present(tables, "perturbation"):
+        return out
+    table = tables["perturbation"]
+    _check_table(
+        table,
+        "perturbation",
+        [
+            "representation", "system", "perturbation", "family", "expected", "n_changed",
+            "share_expected", "mean_change", "share_beyond_tolerance", "mean_distance",
+            "share_zero_distance", "lipschitz_max", "tolerance",
+        ],
+    )  # fmt: skip
+    expected = {"stay": "stay", "drop": "drop", "change": "move"}
+    tol = table["tolerance"].dropna()
+    tol_text = f"{float(tol.iloc[0]):g} score points" if len(tol) else "the tolerance"
+    out["table"] = _table(
+        [
+            "Representation",
+            "System",
+            "Edit",
+            "Expected",
+            "Essays edited",
+            "% as expected",
+            "Mean change",
+            f"% beyond ±{tol_text}",
+            "Mean distance",
+            "% at distance 0",
+            "% Lipschitz (max)",
+        ],
+        [
+            [
+                _rep(r["representation"]),
+                _mod(r["system"]),
+                r["perturbation"],
+                expected.get(str(r["expected"]), str(r["expected"])),
+                _num(r["n_changed"]),
+                _pct(r["share_expected"]),
+                _num(r["mean_change"]),
+                _pct(r["share_beyond_tolerance"]),
+                _num(r["mean_distance"]),
+                _pct(r["share_zero_distance"]),
+                _pct(r["lipschitz_max"]),
+            ]
+            for r in table.to_dict("records")
+        ],
+        caption="Score changes under controlled edits (changed essays only)",
+    )
+    if _present(tables, "perturbation_examples"):
+        ex = tables["perturbation_examples"]
+        _check_table(
+            ex,
+            "perturbation_examples",
+            ["representation", "perturbation", "id", "edit_preview"],
+        )
+        first = ex.drop_duplicates("perturbation")
+        out["examples"] = _table(
+            ["Edit", "Essay id", "What changed (first edits)"],
+            [
+                [r["perturbation"], r["id"], _short(r["edit_preview"], 160)]
+                for r in first.to_dict("records")
+            ],
+            caption="One example of each edit",
+        )
+    return out
+
+
+def figures(tables: Mapping[str, pd.DataFrame], ctx: FigureContext) -> dict[str, Figure]:
+    """How the scores moved under each edit, one row of panels per system."""
+    if not _present(tables, "perturbation"):
+        return {}
+    from ...perturb import plot_perturbation_audit
+
+    table = tables["perturbation"]
+    # one row of panels per representation x system
+    labelled = table.drop(
+        columns=[c for c in ("prompt", "representation", "system") if c in table]
+    ).assign(
+        model=[
+            f"{representation_label(r)} + {model_label(m)}"
+            for r, m in zip(
+                table["representation"].astype(str), table["system"].astype(str)
+            )
+        ]
+    )
+    return {
+        "perturbation": plot_perturbation_audit(
+            labelled, title="Counterfactual edits: how scores moved"
+        )
+    }
+
+
+SECTION = Section(
+    "counterfactual",
+    (Heading("counterfactual", "Counterfactual edits", ("perturbation",)),),
+    analysis=ANALYSIS,
+    view=view,
+    schema={
+        "perturbation": (
+            "representation",
+            "system",
+            "perturbation",
+            "family",
+            "expected",
+            "n_essays",
+            "n_changed",
+            "mean_abs_change",
+            "mean_change",
+            "max_abs_change",
+            "share_beyond_tolerance",
+            "share_down",
+            "share_within",
+            "share_up",
+            "share_expected",
+            "mean_distance",
+            "share_zero_distance",
+            "lipschitz_minmax",
+            "lipschitz_max",
+            "tolerance",
+        ),
+        "perturbation_examples": EXAMPLE_COLUMNS,
+    },  # fmt: skip
+    figures=figures,
+    figure_names=("perturbation",),
+    optional=True,
+    default_reason=(
+        "no perturbations were requested (perturbations=..., or --perturbations "
+        "default on the command line)"
+    ),
+)

@@ -29,17 +29,56 @@ has one block per representation and every system audited under it.
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...exceptions import UndefinedMetricWarning
 from ...resources import require
-from ._base import AnalysisOutput
+from .._cells import (
+    _NA,
+    _THRESHOLDS,
+    Cell,
+    _cell,
+    _flag,
+    _mean_sd,
+    _mod,
+    _num,
+    _ordered,
+    _pct,
+    _present,
+    _pvalue,
+    _rep,
+    _system_order,
+    _table,
+    _text,
+    _th,
+)
+from .._plots import (
+    _ALL_ESSAYS_COLOR,
+    _GROUP_PALETTE,
+    _PANEL_H,
+    _PANEL_W,
+    _check_table,
+    _figure,
+    _legend,
+    _mpl,
+    _panel_axes,
+    model_colors,
+    model_label,
+    representation_label,
+)
+from .._plots import _ordered as _pordered
+from .._plots import _text as _ptext
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import noting, pair_notes
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
     from numpy.typing import NDArray
     from pandas import DataFrame
 
@@ -123,7 +162,6 @@ class _GroupView:
     """The ``groups`` analysis; see the module docstring."""
 
     name = "groups"
-    title = "Group view"
 
     def absent(self, study: Study) -> str | None:
         """Why the group view cannot run on ``study``, or None when it can."""
@@ -232,3 +270,483 @@ class _GroupView:
 
 #: The group view, as the audit runs it.
 ANALYSIS = _GroupView()
+
+
+# --------------------------------------------------------------------------- view
+
+
+_FAIRNESS_ANALYSES = (("osa", "OSA"), ("osd", "OSD"), ("csd", "CSD"))
+
+
+def _group_name(label: object) -> Cell:
+    return Cell("All essays", "em") if str(label) == "all" else Cell(str(label))
+
+
+def _by_system(
+    table: pd.DataFrame, meta: Mapping[str, Any], *, human: bool = False
+) -> list[tuple[str, str, pd.DataFrame]]:
+    """(representation, system, rows) in the report's order."""
+    out = []
+    for r in _ordered(table["representation"], meta.get("representations") or ()):
+        sub = table[table["representation"].astype(str) == r]
+        last = ("human",) if human else ()
+        for m in _ordered(sub["system"], _system_order(meta), last=last):
+            out.append((r, m, sub[sub["system"].astype(str) == m]))
+    return out
+
+
+def view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The group view's agreement, fairness models and Lipschitz fractions per group."""
+    out: dict[str, Any] = {
+        "agreement": None,
+        "fairness": None,
+        "coefficients": None,
+        "lipschitz": None,
+    }
+    th = _THRESHOLDS
+    if _present(tables, "group_agreement"):
+        table = tables["group_agreement"]
+        _check_table(
+            table,
+            "group_agreement",
+            [
+                "representation", "system", "group", "n", "human_mean", "human_sd",
+                "machine_mean", "machine_sd", "qwk", "smd", "dsm", "qwk_ok", "smd_ok",
+                "dsm_ok",
+            ],
+        )  # fmt: skip
+        rows: list[list[object]] = []
+        for r, m, part in _by_system(table, meta):
+            part = part.assign(_all=part["group"].astype(str) == "all").sort_values(
+                "_all", kind="stable"
+            )
+            for g in part.to_dict("records"):
+                rows.append(
+                    [
+                        _rep(r),
+                        _mod(m),
+                        _group_name(g["group"]),
+                        _num(g["n"]),
+                        _mean_sd(g["human_mean"], g["human_sd"]),
+                        _mean_sd(g["machine_mean"], g["machine_sd"]),
+                        _num(g["qwk"]),
+                        _flag(g["qwk_ok"]),
+                        _num(g["smd"]),
+                        _flag(g["smd_ok"]),
+                        _num(g["dsm"]),
+                        _flag(g["dsm_ok"]),
+                    ]
+                )
+        column = f" (column {meta['group_col']})" if meta.get("group_col") else ""
+        out["agreement"] = _table(
+            [
+                "Representation", "System", "Group", "n", "Human score (mean ± SD)",
+                "Machine score (mean ± SD)", "QWK", f"QWK ≥ {th['qwk']}",
+                "SMD (machine − human)", f"|SMD| ≤ {th['smd']}", "DSM",
+                f"|DSM| ≤ {th['dsm']}",
+            ],
+            rows,
+            caption=f"Agreement with the human score by group{column}; DSM against all "
+            "essays, as in RSMTool's report",
+            flags={7, 9, 11},
+        )  # fmt: skip
+    if _present(tables, "group_fairness"):
+        table = tables["group_fairness"]
+        _check_table(
+            table,
+            "group_fairness",
+            ["representation", "system", "metric", "r2_adjusted", "p_value", "base_group"],
+        )
+        top = [_th("Representation", rowspan=2), _th("System", rowspan=2)]
+        top += [_th("Reference group", rowspan=2)]
+        top += [_th(label, colspan=2, scope="colgroup") for _, label in _FAIRNESS_ANALYSES]
+        second = []
+        for _ in _FAIRNESS_ANALYSES:
+            second += [
+                _th("adj. R²", cls="num", scope=None),
+                _th("p", cls="num", scope=None),
+            ]
+        rows = []
+        for r, m, part in _by_system(table, meta):
+            cells = {str(t["metric"]): t for t in part.to_dict("records")}
+            base = next(iter(cells.values()))["base_group"] if cells else None
+            row: list[object] = [_rep(r), _mod(m), _cell(base)]
+            for key, _ in _FAIRNESS_ANALYSES:
+                t = cells.get(key)
+                row += [_num(t["r2_adjusted"]), _pvalue(t["p_value"])] if t else [_NA, _NA]
+            rows.append(row)
+        out["fairness"] = _table(
+            None,
+            rows,
+            header_rows=[top, second],
+            caption="Fairness analyses (Loukina, Madnani and Zechner 2019; as RSMTool): "
+            "share of the machine's error explained by group membership (adjusted R²) "
+            "and the p-value of its F test. For CSD, the increase over the human score "
+            "alone.",
+        )
+    if _present(tables, "group_fairness_coefficients"):
+        table = tables["group_fairness_coefficients"]
+        _check_table(
+            table,
+            "group_fairness_coefficients",
+            ["representation", "system", "metric", "group", "term", "estimate", "p_value"],
+        )
+        headers = ["Representation", "System", "Group"]
+        for _, label in _FAIRNESS_ANALYSES:
+            headers += [f"{label} estimate", f"{label} p"]
+        rows = []
+        for r, m, part in _by_system(table, meta):
+            records = part.to_dict("records")
+            estimates = {(str(t["metric"]), str(t["group"])): t for t in records}
+            terms = {str(t["group"]): str(t["term"]) for t in records}
+            for g in dict.fromkeys(str(v) for v in part["group"]):
+                label = f"{g} (reference)" if terms[g] == "intercept" else g
+                row = [_rep(r), _mod(m), label]
+                for key, _ in _FAIRNESS_ANALYSES:
+                    t = estimates.get((key, g))
+                    row += [_num(t["estimate"]), _pvalue(t["p_value"])] if t else [_NA, _NA]
+                rows.append(row)
+        out["coefficients"] = _table(
+            headers,
+            rows,
+            caption="Coefficients of the fairness analyses: for the reference group its "
+            "mean squared error (OSA) or mean signed error (OSD; CSD at the most frequent "
+            "human score); for every other group its difference from the reference group",
+        )
+    if _present(tables, "group_lipschitz"):
+        out["lipschitz"] = _group_lipschitz(tables["group_lipschitz"], meta)
+    return out
+
+
+def _group_lipschitz(table: pd.DataFrame, meta: Mapping[str, Any]) -> dict[str, Any]:
+    _check_table(
+        table,
+        "group_lipschitz",
+        ["representation", "system", "scope", "group", "n_essays", "n_pairs", "fraction"],
+    )
+    per_group = table[table["scope"].astype(str) == "group"]
+    groups = list(dict.fromkeys(str(g) for g in per_group["group"]))
+    sizes = dict(zip(per_group["group"].astype(str), per_group["n_essays"]))
+    headers = ["Representation", "System", "All pairs", "Within a group", "Across groups"]
+    headers += [f"Within {g} (n = {_text(_num(sizes[g]))})" for g in groups]
+    rows = []
+    for r, m, part in _by_system(table, meta, human=True):
+        scopes = {
+            (str(t["scope"]), str(t["group"]) if str(t["scope"]) == "group" else ""): t[
+                "fraction"
+            ]
+            for t in part.to_dict("records")
+        }
+        row = [_rep(r), _mod(m)]
+        row += [_pct(scopes.get((s, ""))) for s in ("overall", "within", "cross")]
+        row += [_pct(scopes.get(("group", g))) for g in groups]
+        rows.append(row)
+    counts = {
+        str(t["scope"]): t["n_pairs"]
+        for t in table.to_dict("records")
+        if str(t["scope"]) in ("within", "cross")
+    }
+    return {
+        "table": _table(headers, rows),
+        "within": _text(_num(counts.get("within"))) if counts else None,
+        "cross": _text(_num(counts.get("cross"))) if counts else None,
+    }
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def plot_group_agreement(
+    group_agreement: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+) -> Figure:
+    """QWK, SMD and DSM per group of students, per representation and model.
+
+    Three rows of panels (QWK; SMD, machine minus human within the group;
+    DSM, the group's difference of standardized means against all essays)
+    and one column per representation; in each panel one group of bars per
+    model and one bar per student group, then a grey bar for all essays.
+    Dashed lines mark the thresholds: QWK 0.70 and SMD +-0.15 (Williamson et
+    al., 2012), DSM +-0.10 (RSMTool's group report).
+
+    Parameters
+    ----------
+    group_agreement : pandas.DataFrame
+        The audit's ``"group_agreement"`` table: ``representation``,
+        ``system``, ``group`` (``"all"`` for the row of all essays), ``qwk``,
+        ``smd``, ``dsm``.
+    representations, models : list of str, default=None
+        Order of the columns and of the bar groups; order of appearance when None.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report.analyses._groups import plot_group_agreement
+    >>> table = pd.DataFrame({"representation": ["bow"] * 3, "system": ["ridge"] * 3,
+    ...                       "group": ["A", "B", "all"], "qwk": [0.71, 0.64, 0.68],
+    ...                       "smd": [-0.03, 0.12, 0.04], "dsm": [-0.06, 0.08, 0.0]})
+    >>> fig = plot_group_agreement(table)
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['QWK', 'SMD (machine − human)', 'DSM (group vs. all essays)']
+    """
+    _check_table(
+        group_agreement,
+        "group_agreement",
+        ["representation", "system", "group", "qwk", "smd", "dsm"],
+    )
+    table = group_agreement
+    reps = _pordered(table["representation"], representations)
+    mods = _pordered(table["system"], models)
+    groups = _pordered(table["group"], last=("all",))
+    colors = {g: _GROUP_PALETTE[i % len(_GROUP_PALETTE)] for i, g in enumerate(groups)}
+    colors["all"] = _ALL_ESSAYS_COLOR
+    # Wide enough for the bars, but not wider than a page can show at a glance.
+    width = min(20.0, max(8.0, (1.2 + 0.45 * len(mods) * len(groups)) * len(reps)))
+    fig = _figure(width, 8.6)
+    axes = fig.subplots(3, len(reps), sharex="col", sharey="row", squeeze=False)
+    x = np.arange(len(mods))
+    width = 0.8 / len(groups)
+    rows = (
+        ("qwk", "QWK", (0.70,)),
+        ("smd", "SMD (machine − human)", (-0.15, 0.0, 0.15)),
+        ("dsm", "DSM (group vs. all essays)", (-0.10, 0.0, 0.10)),
+    )
+    for c, r in enumerate(reps):
+        sub = table[table["representation"].astype(str) == r]
+        for row, (col, ylabel, refs) in enumerate(rows):
+            ax = axes[row, c]
+            for j, g in enumerate(groups):
+                part = sub[sub["group"].astype(str) == g]
+                value = dict(zip(part["system"].astype(str), part[col]))
+                ax.bar(
+                    x - 0.4 + width * (j + 0.5),
+                    [value.get(m, np.nan) for m in mods],
+                    width=width * 0.92,
+                    color=colors[g],
+                    edgecolor="#4D4D4D" if g == "all" else None,
+                    linewidth=0.6,
+                )
+            for ref in refs:
+                ax.axhline(ref, color="black", lw=0.8, ls="-" if ref == 0 else "--")
+            if col != "qwk" and c == 0:
+                # The row shares its y axis: fit every panel's bars, and keep both
+                # threshold lines in view even when every value is small.
+                values = np.abs(table[col].to_numpy(dtype=float))
+                top = np.nanmax(values, initial=0.0)
+                limit = max(refs[-1] + 0.05, 1.1 * top)
+                ax.set_ylim(-limit, limit)
+            ax.set_xticks(
+                x, [_ptext(model_label(m)) for m in mods], rotation=20, ha="right"
+            )
+            ax.grid(axis="y", alpha=0.3)
+            ax.set_axisbelow(True)
+            if c == 0:
+                ax.set_ylabel(ylabel)
+            if row == 0:
+                ax.set_title(_ptext(representation_label(r)))
+    fig.suptitle("Agreement with the human scores by group (dashed lines: thresholds)")
+    handles = [axes[0, 0].patches[j * len(mods)] for j in range(len(groups))]
+    _legend(fig, handles, [_group_label(g) for g in groups])
+    return fig
+
+
+def _group_label(group: str) -> str:
+    return "All essays" if group == "all" else _ptext(group)
+
+
+def plot_group_lipschitz(
+    group_lipschitz: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
+    """Lipschitz fraction within groups and across groups, per representation.
+
+    One panel per representation; for each model and for the human scores,
+    the share of essay pairs meeting the Lipschitz condition among pairs of
+    the same group (circle) and among pairs of different groups (triangle),
+    joined by a line, with the share over all pairs as a short dash. Pairs
+    of different groups satisfying the condition less often than pairs of
+    one group means that similar essays are scored less alike across groups.
+
+    Parameters
+    ----------
+    group_lipschitz : pandas.DataFrame
+        The audit's ``"group_lipschitz"`` table: ``representation``,
+        ``system``, ``scope`` (rows ``"overall"``, ``"within"`` and
+        ``"cross"`` are drawn; ``"group"`` rows are not), ``fraction``.
+    representations, models : list of str, default=None
+        Order of the panels and of the models; order of appearance when None.
+        ``"human"`` always comes last.
+    colors : dict, default=None
+        Model -> colour; :func:`model_colors` when None.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report.analyses._groups import plot_group_lipschitz
+    >>> table = pd.DataFrame({"representation": ["bow"] * 6,
+    ...                       "system": ["ridge"] * 3 + ["human"] * 3,
+    ...                       "scope": ["overall", "within", "cross"] * 2,
+    ...                       "fraction": [0.97, 0.98, 0.96, 0.95, 0.96, 0.94]})
+    >>> fig = plot_group_lipschitz(table)
+    >>> fig.axes[0].get_title()
+    'BOW'
+    """
+    _check_table(
+        group_lipschitz,
+        "group_lipschitz",
+        ["representation", "system", "scope", "fraction"],
+    )
+    table = group_lipschitz[group_lipschitz["scope"].astype(str) != "group"]
+    reps = _pordered(table["representation"], representations)
+    mods = _pordered(table["system"], models, last=("human",))
+    colors = colors or model_colors(mods)
+    values = {
+        (str(r), str(m), str(s)): 100.0 * float(f)
+        for r, m, s, f in zip(
+            table["representation"], table["system"], table["scope"], table["fraction"]
+        )
+    }
+    width = max(_PANEL_W, 0.9 * len(mods) + 1.5)
+    ncols = min(len(reps), 2)
+    fig = _figure(width * ncols, _PANEL_H * math.ceil(len(reps) / ncols) + 0.9)
+    axes, _, _ = _panel_axes(fig, len(reps))
+    x = np.arange(len(mods))
+    for i, (ax, r) in enumerate(zip(axes, reps)):
+        for j, m in enumerate(mods):
+            within = values.get((r, m, "within"), np.nan)
+            cross = values.get((r, m, "cross"), np.nan)
+            overall = values.get((r, m, "overall"), np.nan)
+            ax.plot([j - 0.12, j + 0.12], [within, cross], color=colors[m], lw=1.2)
+            ax.plot(j - 0.12, within, marker="o", ms=7, color=colors[m], ls="none")
+            ax.plot(j + 0.12, cross, marker="^", ms=7, color=colors[m], ls="none")
+            ax.plot([j - 0.25, j + 0.25], [overall, overall], color="#4D4D4D", lw=0.8)
+        ax.set_xticks(x, [_ptext(model_label(m)) for m in mods], rotation=20, ha="right")
+        ax.set_xlim(-0.6, len(mods) - 0.4)
+        low, high = ax.get_ylim()
+        if high - low < 1.0:  # a hair's difference should not fill the panel
+            middle = (high + low) / 2
+            ax.set_ylim(middle - 0.5, middle + 0.5)
+        ax.set_title(_ptext(representation_label(r)))
+        if i % ncols == 0:
+            ax.set_ylabel("Pairs with |Δscore| ≤ distance (%)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    fig.suptitle("Individual fairness by group: pairs within a group vs. across groups")
+    _, Line2D = _mpl()
+    handles = [
+        Line2D([], [], color="#4D4D4D", marker="o", ls="none"),
+        Line2D([], [], color="#4D4D4D", marker="^", ls="none"),
+        Line2D([], [], color="#4D4D4D", lw=0.8),
+    ]
+    _legend(
+        fig,
+        handles,
+        ["Pairs within a group", "Pairs across groups", "All pairs"],
+        ncols=3,
+    )
+    return fig
+
+
+def figures(tables: Mapping[str, pd.DataFrame], ctx: FigureContext) -> dict[str, Figure]:
+    """Agreement per group, and the Lipschitz fraction within and across groups."""
+    out: dict[str, Figure] = {}
+    if _present(tables, "group_agreement"):
+        out["group_agreement"] = plot_group_agreement(
+            tables["group_agreement"],
+            models=ctx.systems,
+            representations=ctx.representations,
+        )
+    if _present(tables, "group_lipschitz"):
+        out["group_lipschitz"] = plot_group_lipschitz(
+            tables["group_lipschitz"],
+            models=ctx.systems,
+            colors=ctx.colors,
+            representations=ctx.representations,
+        )
+    return out
+
+
+SECTION = Section(
+    "groups",
+    (
+        Heading(
+            "groups",
+            "Group view",
+            (
+                "group_agreement",
+                "group_fairness",
+                "group_fairness_coefficients",
+                "group_lipschitz",
+            ),
+        ),
+    ),
+    analysis=ANALYSIS,
+    view=view,
+    schema={
+        "group_agreement": (
+            "representation",
+            "system",
+            "group",
+            "n",
+            "human_mean",
+            "human_sd",
+            "machine_mean",
+            "machine_sd",
+            "qwk",
+            "smd",
+            "dsm",
+            "qwk_ok",
+            "smd_ok",
+            "dsm_ok",
+        ),
+        "group_fairness": (
+            "representation",
+            "system",
+            "metric",
+            "name",
+            "r2",
+            "r2_adjusted",
+            "f_statistic",
+            "df_num",
+            "df_denom",
+            "p_value",
+            "base_group",
+        ),
+        "group_fairness_coefficients": (
+            "representation",
+            "system",
+            "metric",
+            "group",
+            "term",
+            "estimate",
+            "std_error",
+            "t_statistic",
+            "p_value",
+            "ci_low",
+            "ci_high",
+        ),
+        "group_lipschitz": tuple(GROUP_LIPSCHITZ_COLUMNS),
+    },  # fmt: skip
+    figures=figures,
+    figure_names=("group_agreement", "group_lipschitz"),
+    color_keys=(("group_lipschitz", "system"),),
+    optional=True,
+    default_reason="no group column was given, so it is left out",
+)

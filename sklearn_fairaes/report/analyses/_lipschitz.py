@@ -19,17 +19,54 @@ Every pair is within the study: essays on different prompts are never paired.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ...resources import require
-from ._base import AnalysisOutput
+from .._cells import (
+    _NA,
+    Cell,
+    _mean_sd,
+    _mod,
+    _num,
+    _ordered,
+    _pct,
+    _present,
+    _pvalue,
+    _rep,
+    _system_order,
+    _table,
+    _th,
+    _warnings,
+)
+from .._plots import (
+    _DISTANCE_COLOR,
+    _PANEL_H,
+    _PANEL_W,
+    _check_table,
+    _figure,
+    _legend,
+    _line_handles,
+    _mpl,
+    _panel_axes,
+    model_colors,
+    model_label,
+    representation_label,
+)
+from .._plots import _ordered as _pordered
+from .._plots import _text as _ptext
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import PairAnalysis, degenerate_distances, noting, pair_notes, where
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+    from pandas import DataFrame
+
     from .._study import PairSpace, Study
 
 __all__ = ["ANALYSIS", "LipschitzAnalysis"]
@@ -152,7 +189,6 @@ class LipschitzAnalysis(PairAnalysis):
     """
 
     name = "lipschitz"
-    title = "Individual fairness: Lipschitz fraction and score difference vs. distance"
 
     def run(self, study: Study) -> AnalysisOutput:
         """Compute the four tables of the module docstring on one study.
@@ -277,3 +313,559 @@ class LipschitzAnalysis(PairAnalysis):
 
 
 ANALYSIS = LipschitzAnalysis()
+
+
+# --------------------------------------------------------------------------- view
+
+
+def view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The Lipschitz fractions, the score-distance bins and the trend per system."""
+    reps_pref = meta.get("representations") or ()
+    systems = _system_order(meta)
+    out: dict[str, Any] = {
+        "warnings": _warnings(meta, prompt),
+        "table": None,
+        "bins": None,
+        "trend": None,
+        "curves": _present(tables, "score_distance") or _present(tables, "trend"),
+    }
+    if _present(tables, "lipschitz"):
+        table = tables["lipschitz"]
+        _check_table(
+            table,
+            "lipschitz",
+            ["representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs"],
+        )
+        reps = _ordered(table["representation"], reps_pref)
+        mods = _ordered(table["system"], systems, last=("human",))
+        cells = {
+            (str(t["representation"]), str(t["system"])): t
+            for t in table.to_dict("records")
+        }
+        top = [_th("Representation", rowspan=2), _th("Pairs", rowspan=2, cls="num")]
+        top += [_th(model_label(m), colspan=2, scope="colgroup") for m in mods]
+        second = []
+        for _ in mods:
+            second += [
+                _th("min–max", cls="num", scope=None),
+                _th("max", cls="num", scope=None),
+            ]
+        rows = []
+        for r in reps:
+            pairs = next((cells[(r, m)]["n_pairs"] for m in mods if (r, m) in cells), None)
+            row: list[object] = [_rep(r), _num(pairs)]
+            for m in mods:
+                t = cells.get((r, m))
+                row += (
+                    [_pct(t["lipschitz_minmax"]), _pct(t["lipschitz_max"])]
+                    if t
+                    else [_NA, _NA]
+                )
+            rows.append(row)
+        out["table"] = _table(
+            None,
+            rows,
+            header_rows=[top, second],
+            caption="Essay pairs satisfying the Lipschitz condition, % of all pairs "
+            "(min–max / max normalisation; cf. the paper's Table 3)",
+        )
+    if _present(tables, "score_distance"):
+        table = tables["score_distance"]
+        _check_table(
+            table,
+            "score_distance",
+            ["representation", "system", "n_bins", "bin", "n_pairs", "mean_abs_diff", "se"],
+        )
+        five = table[table["n_bins"].astype(int) == 5]
+        if len(five):
+            bin_rows: list[list[Cell]] = []
+            for r in _ordered(five["representation"], reps_pref):
+                sub = five[five["representation"].astype(str) == r]
+                for m in _ordered(sub["system"], systems, last=("human",)):
+                    part = sub[sub["system"].astype(str) == m].sort_values("bin")
+                    bin_rows.append(
+                        [_rep(r), _mod(m)]
+                        + [
+                            _mean_sd(v, s)
+                            for v, s in zip(part["mean_abs_diff"], part["se"])
+                        ]
+                    )
+            width = max(len(row) for row in bin_rows) - 2
+            headers = ["Representation", "System"] + [
+                f"Bin {b}"
+                + (" (nearest)" if b == 1 else " (farthest)" if b == width else "")
+                for b in range(1, width + 1)
+            ]
+            out["bins"] = _table(
+                headers,
+                bin_rows,
+                caption="Mean |Δscore| per distance bin (± standard error), 5 bins",
+            )
+    if _present(tables, "trend"):
+        trend = tables["trend"]
+        _check_table(
+            trend,
+            "trend",
+            ["representation", "system", "n_bins", "spearman_rho", "spearman_pvalue"],
+        )
+        bins = sorted(set(int(b) for b in trend["n_bins"]))
+        trends = {
+            (str(t["representation"]), str(t["system"]), int(t["n_bins"])): t
+            for t in trend.to_dict("records")
+        }
+        headers = ["Representation", "System"]
+        for b in bins:
+            headers += [f"Spearman's rho, {b} bins", f"p-value, {b} bins"]
+        rows = []
+        for r in _ordered(trend["representation"], reps_pref):
+            sub = trend[trend["representation"].astype(str) == r]
+            for m in _ordered(sub["system"], systems, last=("human",)):
+                row = [_rep(r), _mod(m)]
+                for b in bins:
+                    t = trends.get((r, m, b))
+                    row += (
+                        [_num(t["spearman_rho"]), _pvalue(t["spearman_pvalue"])]
+                        if t
+                        else [_NA, _NA]
+                    )
+                rows.append(row)
+        out["trend"] = _table(
+            headers,
+            rows,
+            caption="Trend: rank correlation between distance bin and mean |Δscore|",
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def plot_lipschitz(
+    lipschitz: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
+    """Share of essay pairs satisfying the Lipschitz condition (paper Table 3).
+
+    Two panels, one per normalisation of distances and score differences
+    (min-max over all pairs, and division by the maximum); in each, one group
+    of bars per representation and one bar per model, human scores included.
+
+    Parameters
+    ----------
+    lipschitz : pandas.DataFrame
+        The audit's ``"lipschitz"`` table: ``representation``, ``system``,
+        ``lipschitz_minmax``, ``lipschitz_max`` (fractions).
+    representations, models : list of str, default=None
+        Order of the bar groups and bars; order of appearance when None.
+        ``"human"`` always comes last.
+    colors : dict, default=None
+        Model -> colour; :func:`model_colors` when None.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report.analyses._lipschitz import plot_lipschitz
+    >>> table = pd.DataFrame({"representation": ["bow", "bow"],
+    ...                       "system": ["ridge", "human"],
+    ...                       "lipschitz_minmax": [0.99, 0.96],
+    ...                       "lipschitz_max": [0.997, 0.98], "n_pairs": [45, 45]})
+    >>> fig = plot_lipschitz(table)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['Min-max normalisation', 'Max normalisation']
+    """
+    _check_table(
+        lipschitz,
+        "lipschitz",
+        ["representation", "system", "lipschitz_minmax", "lipschitz_max"],
+    )
+    reps = _pordered(lipschitz["representation"], representations)
+    mods = _pordered(lipschitz["system"], models, last=("human",))
+    colors = colors or model_colors(mods)
+    values = {
+        (str(r), str(m)): (a, b)
+        for r, m, a, b in zip(
+            lipschitz["representation"],
+            lipschitz["system"],
+            lipschitz["lipschitz_minmax"],
+            lipschitz["lipschitz_max"],
+        )
+    }
+    fig = _figure(max(7.0, 0.6 * len(reps) * len(mods) + 0.8 * len(reps) + 1.5), 7.4)
+    axes = fig.subplots(2, 1, sharex=True)
+    width = 0.8 / len(mods)
+    x = np.arange(len(reps))
+    for k, (ax, title) in enumerate(
+        zip(axes, ("Min-max normalisation", "Max normalisation"))
+    ):
+        for j, m in enumerate(mods):
+            heights = [100.0 * values.get((r, m), (np.nan, np.nan))[k] for r in reps]
+            pos = x - 0.4 + width * (j + 0.5)
+            bars = ax.bar(
+                pos, heights, width=width * 0.92, color=colors[m], label=_ptext(m)
+            )
+            for bar, h in zip(bars, heights):
+                if np.isfinite(h):
+                    ax.text(
+                        bar.get_x() + bar.get_width() / 2,
+                        h + 1.0,
+                        f"{h:.1f}",
+                        ha="center",
+                        va="bottom",
+                        rotation=90,
+                        fontsize=7,
+                    )
+        ax.set_xticks(x, [_ptext(representation_label(r)) for r in reps])
+        ax.set_ylim(0, 118)
+        ax.set_yticks(np.arange(0, 101, 20))
+        ax.set_title(title)
+        ax.set_ylabel("Pairs with |Δscore| ≤ distance (%)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    fig.suptitle(
+        "Individual fairness: share of essay pairs meeting the Lipschitz condition"
+    )
+    _legend(
+        fig,
+        [axes[0].patches[j * len(reps)] for j in range(len(mods))],
+        [_ptext(model_label(m)) for m in mods],
+    )
+    return fig
+
+
+def plot_distance_distribution(
+    distance_distribution: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
+    """Distribution of essay distances and of score differences (paper Figure 4).
+
+    One panel per representation: the density of the normalised essay
+    distances (grey area) and, per model and for the human scores, the
+    density of the normalised score differences over the same pairs. Where a
+    model's curve lies left of the distance area, most pairs satisfy the
+    Lipschitz condition.
+
+    Parameters
+    ----------
+    distance_distribution : pandas.DataFrame
+        The audit's ``"distance_distribution"`` table: ``representation``,
+        ``series`` (``"distance"``, a model name or ``"human"``),
+        ``bin_left``, ``bin_right``, ``density``.
+    representations, models : list of str, default=None
+        Order of the panels and of the legend; order of appearance when None.
+    colors : dict, default=None
+        Model -> colour; :func:`model_colors` when None.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report.analyses._lipschitz import plot_distance_distribution
+    >>> table = pd.DataFrame({"representation": ["bow"] * 4,
+    ...                       "series": ["distance", "distance", "ridge", "ridge"],
+    ...                       "bin_left": [0.0, 0.5, 0.0, 0.5],
+    ...                       "bin_right": [0.5, 1.0, 0.5, 1.0],
+    ...                       "density": [0.4, 1.6, 1.8, 0.2]})
+    >>> fig = plot_distance_distribution(table)
+    >>> fig.axes[0].get_xlabel()
+    'Normalised value (0 = smallest, 1 = largest over all pairs)'
+    """
+    _check_table(
+        distance_distribution,
+        "distance_distribution",
+        ["representation", "series", "bin_left", "bin_right", "density"],
+    )
+    table = distance_distribution
+    reps = _pordered(table["representation"], representations)
+    series = [
+        s for s in _pordered(table["series"], models, last=("human",)) if s != "distance"
+    ]
+    colors = colors or model_colors(series)
+    fig = _figure(_PANEL_W * min(len(reps), 2), _PANEL_H * math.ceil(len(reps) / 2) + 0.9)
+    axes, _, _ = _panel_axes(fig, len(reps), sharex=True)
+    ncols = min(len(reps), 2)
+    for i, (ax, r) in enumerate(zip(axes, reps)):
+        sub = table[table["representation"].astype(str) == r]
+        dist = sub[sub["series"].astype(str) == "distance"].sort_values("bin_left")
+        if len(dist):
+            edges = np.append(dist["bin_left"].to_numpy(float), dist["bin_right"].iloc[-1])
+            ax.stairs(
+                dist["density"].to_numpy(float),
+                edges,
+                fill=True,
+                color=_DISTANCE_COLOR,
+                alpha=0.6,
+            )
+        for s in series:
+            part = sub[sub["series"].astype(str) == s].sort_values("bin_left")
+            if part.empty:
+                continue
+            # Steps, not a line through bin centres: score differences are often
+            # discrete, and a line would draw spikes between empty bins.
+            edges = np.append(part["bin_left"].to_numpy(float), part["bin_right"].iloc[-1])
+            ax.stairs(part["density"].to_numpy(float), edges, color=colors[s], lw=1.6)
+        ax.set_title(_ptext(representation_label(r)))
+        ax.set_xlim(0, 1)
+        if i % ncols == 0:
+            ax.set_ylabel("Density")
+        if i + ncols >= len(reps):
+            ax.set_xlabel("Normalised value (0 = smallest, 1 = largest over all pairs)")
+        ax.grid(alpha=0.3)
+    fig.suptitle("Essay distances (grey) vs. score differences per model")
+    _, Line2D = _mpl()
+    Patch = require("matplotlib.patches", extra="report").Patch
+    handles = [Patch(color=_DISTANCE_COLOR, alpha=0.6)] + [
+        Line2D([], [], color=colors[s], lw=2) for s in series
+    ]
+    labels = ["Essay distance"] + [_ptext(f"|Δscore|: {model_label(s)}") for s in series]
+    _legend(fig, handles, labels, ncols=min(len(labels), 3))
+    return fig
+
+
+def plot_score_distance(
+    score_distance: pd.DataFrame,
+    *,
+    n_bins: int = 5,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+    score_range: Sequence[float] | None = None,
+) -> Figure:
+    """Mean score difference per distance bin (paper Figures 5 and 6).
+
+    One panel per representation; all essay pairs sorted by distance and cut
+    into ``n_bins`` equal-count bins; per model and for the human scores, the
+    mean absolute score difference in each bin, with +-1 standard error bars
+    when there are at most 10 bins.
+
+    Parameters
+    ----------
+    score_distance : pandas.DataFrame
+        The audit's ``"score_distance"`` table: ``representation``, ``system``,
+        ``n_bins``, ``bin``, ``mean_abs_diff``, ``se``.
+    n_bins : int, default=5
+        Which binning to draw (the table holds rows for 5 and 100 bins).
+    representations, models : list of str, default=None
+        Order of the panels and of the legend; order of appearance when None.
+    colors : dict, default=None
+        System -> colour; :func:`model_colors` when None.
+    score_range : (float, float), default=None
+        The score scale ``(lo, hi)`` of the prompt (declared or inferred).
+        When given, the y axis starts at 0, is labelled with the scale and
+        ends at most at ``hi - lo``, the largest score difference the scale
+        allows, so that prompts on different scales are read on their own.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
+
+    Raises
+    ------
+    ValueError
+        When the table has no rows for ``n_bins``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report.analyses._lipschitz import plot_score_distance
+    >>> table = pd.DataFrame({"representation": ["sbert"] * 2, "system": ["ridge"] * 2,
+    ...                       "n_bins": [2, 2], "bin": [1, 2], "n_pairs": [10, 10],
+    ...                       "distance_min": [0.0, 0.5], "distance_max": [0.5, 1.0],
+    ...                       "mean_abs_diff": [1.2, 2.5], "se": [0.1, 0.2]})
+    >>> fig = plot_score_distance(table, n_bins=2)
+    >>> fig.axes[0].get_title()
+    'Sentence-BERT'
+    """
+    _check_table(
+        score_distance,
+        "score_distance",
+        ["representation", "system", "n_bins", "bin", "mean_abs_diff", "se"],
+    )
+    table = score_distance[score_distance["n_bins"].astype(int) == int(n_bins)]
+    if table.empty:
+        have = sorted(set(score_distance["n_bins"].astype(int)))
+        raise ValueError(
+            f"table 'score_distance' has no rows with n_bins={n_bins}; it has n_bins "
+            f"{', '.join(map(str, have)) or 'none'}. Pass one of those."
+        )
+    reps = _pordered(table["representation"], representations)
+    mods = _pordered(table["system"], models, last=("human",))
+    colors = colors or model_colors(mods)
+    with_errors = int(n_bins) <= 10
+    ylabel, span = "Mean |Δscore| (score points)", None
+    se = table["se"].to_numpy(float) if with_errors else 0.0
+    se = np.nan_to_num(se)
+    if score_range is not None:
+        lo, hi = (float(v) for v in score_range[:2])
+        span = hi - lo if hi > lo else None
+        ylabel = f"Mean |Δscore| (points, scale {lo:g}–{hi:g})"
+    fig = _figure(_PANEL_W * min(len(reps), 2), _PANEL_H * math.ceil(len(reps) / 2) + 0.9)
+    axes, _, _ = _panel_axes(fig, len(reps), sharex=True)
+    ncols = min(len(reps), 2)
+    for i, (ax, r) in enumerate(zip(axes, reps)):
+        bottom = i + ncols >= len(reps)
+        sub = table[table["representation"].astype(str) == r]
+        for j, m in enumerate(mods):
+            part = sub[sub["system"].astype(str) == m].sort_values("bin")
+            if part.empty:
+                continue
+            x = part["bin"].to_numpy(float)
+            y = part["mean_abs_diff"].to_numpy(float)
+            if with_errors:
+                # Small horizontal offsets keep overlapping error bars apart.
+                dx = (j - (len(mods) - 1) / 2) * 0.06
+                ax.errorbar(
+                    x + dx,
+                    y,
+                    yerr=part["se"].to_numpy(float),
+                    color=colors[m],
+                    marker="o",
+                    ms=4,
+                    lw=1.8,
+                    capsize=3,
+                )
+            else:
+                ax.plot(x, y, color=colors[m], lw=1.5)
+        ax.set_title(_ptext(representation_label(r)))
+        if with_errors:
+            ticks = np.arange(1, int(n_bins) + 1)
+            labels = [str(t) for t in ticks]
+            labels[0] += "\nnearest"
+            labels[-1] += "\nfarthest"
+            ax.set_xticks(ticks, labels)
+            xlabel = f"Distance bin ({100 / int(n_bins):g} % of pairs each)"
+        else:
+            ax.set_xlim(0.5, int(n_bins) + 0.5)
+            xlabel = f"Distance bin, 1 = nearest … {int(n_bins)} = farthest"
+        if bottom:
+            ax.set_xlabel(xlabel)
+        if i % ncols == 0:
+            ax.set_ylabel(ylabel)
+        if span is not None:
+            top = np.nanmax(table["mean_abs_diff"].to_numpy(float) + se, initial=0.0)
+            ax.set_ylim(0, min(span, max(1.15 * top, 0.05 * span)))
+        ax.grid(alpha=0.3)
+    suffix = " (error bars: ±1 SE)" if with_errors else ""
+    fig.suptitle(f"Score difference vs. essay distance, {int(n_bins)} bins{suffix}")
+    _legend(fig, _line_handles(colors, mods), [_ptext(model_label(m)) for m in mods])
+    return fig
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+def _pooled(table: DataFrame) -> DataFrame:
+    """Append one ``prompt="pooled"`` row per (representation, system): pair-weighted.
+
+    Each fraction is the satisfied pairs of every prompt over all their pairs
+    (pairs within a prompt only: no pair across prompts is ever formed).
+    """
+    pd = require("pandas", purpose="the audit")
+    rows = []
+    for (rname, sname), part in table.groupby(["representation", "system"], sort=False):
+        n_pairs = int(part["n_pairs"].sum())
+        mm = int(part["n_satisfied_minmax"].sum())
+        mx = int(part["n_satisfied_max"].sum())
+        rows.append(
+            {
+                "prompt": "pooled",
+                "representation": rname,
+                "system": sname,
+                "lipschitz_minmax": mm / n_pairs,
+                "lipschitz_max": mx / n_pairs,
+                "n_pairs": n_pairs,
+                "n_satisfied_minmax": mm,
+                "n_satisfied_max": mx,
+            }
+        )
+    return pd.concat([table, pd.DataFrame(rows, columns=table.columns)], ignore_index=True)
+
+
+def pool(tables: dict[str, DataFrame], studies: Sequence[Study]) -> dict[str, DataFrame]:
+    """The lipschitz table with its rows pooled across prompts."""
+    if "lipschitz" in tables:
+        tables["lipschitz"] = _pooled(tables["lipschitz"])
+    return tables
+
+
+def figures(tables: Mapping[str, pd.DataFrame], ctx: FigureContext) -> dict[str, Figure]:
+    """The Lipschitz bars, the distance distributions and the score-distance curves."""
+    reps, mods, colors = ctx.representations, ctx.systems, ctx.colors
+    out: dict[str, Figure] = {}
+    if _present(tables, "lipschitz"):
+        out["lipschitz"] = plot_lipschitz(
+            tables["lipschitz"], models=mods, colors=colors, representations=reps
+        )
+    if _present(tables, "distance_distribution"):
+        out["distance_distribution"] = plot_distance_distribution(
+            tables["distance_distribution"],
+            models=mods,
+            colors=colors,
+            representations=reps,
+        )
+    if _present(tables, "score_distance"):
+        have = set(tables["score_distance"]["n_bins"].astype(int))
+        for n_bins in (5, 100):
+            if n_bins in have:
+                out[f"score_distance_{n_bins}"] = plot_score_distance(
+                    tables["score_distance"],
+                    n_bins=n_bins,
+                    models=mods,
+                    colors=colors,
+                    representations=reps,
+                    score_range=ctx.scale,
+                )
+    return out
+
+
+SECTION = Section(
+    "lipschitz",
+    (
+        Heading(
+            "lipschitz",
+            "Individual fairness: Lipschitz fraction",
+            ("lipschitz", "distance_distribution"),
+        ),
+        Heading(
+            "score_distance", "Score difference vs. distance", ("score_distance", "trend")
+        ),
+    ),
+    analysis=ANALYSIS,
+    view=view,
+    schema={
+        "lipschitz": tuple(LIPSCHITZ_COLUMNS),
+        "score_distance": tuple(SCORE_DISTANCE_COLUMNS),
+        "trend": tuple(TREND_COLUMNS),
+        "distance_distribution": tuple(DISTRIBUTION_COLUMNS),
+    },
+    pool=pool,
+    figures=figures,
+    figure_names=(
+        "lipschitz",
+        "distance_distribution",
+        "score_distance_5",
+        "score_distance_100",
+    ),  # fmt: skip
+    color_keys=(
+        ("lipschitz", "system"),
+        ("score_distance", "system"),
+        ("distance_distribution", "series"),
+    ),
+)

@@ -17,10 +17,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ...resources import require
-from ._base import AnalysisOutput
+from .._cells import _mean_sd, _num, _present, _rep, _table
+from .._plots import _check_table
+from ._base import AnalysisOutput, Heading, Section
 from ._common import dense, no_spaces_reason
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .._study import Study
 
 __all__ = ["ANALYSIS", "ParaphraseAnalysis"]
@@ -56,7 +60,6 @@ class ParaphraseAnalysis:
     """
 
     name = "paraphrase"
-    title = "Paraphrase robustness"
 
     def absent(self, study: Study) -> str | None:
         """Say why the analysis cannot run on ``study`` (no paraphrases), else None.
@@ -146,3 +149,58 @@ class ParaphraseAnalysis:
 
 
 ANALYSIS = ParaphraseAnalysis()
+
+
+# --------------------------------------------------------------------------- view
+
+
+def view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The paraphrase rankings' NDCG and Spearman's rho per representation."""
+    if not _present(tables, "paraphrase"):
+        return {"table": None, "source": meta.get("paraphrase_source")}
+    table = tables["paraphrase"]
+    _check_table(
+        table,
+        "paraphrase",
+        [
+            "representation", "ndcg", "ndcg_std", "ndcg_at_10", "ndcg_at_10_std", "spearman",
+            "spearman_std", "n_samples", "source",
+        ],
+    )  # fmt: skip
+    rows = [
+        [
+            _rep(p["representation"]),
+            _mean_sd(p["ndcg_at_10"], p["ndcg_at_10_std"]),
+            _mean_sd(p["spearman"], p["spearman_std"]),
+            _mean_sd(p["ndcg"], p["ndcg_std"]),
+            _num(p["n_samples"]),
+            p["source"],
+        ]
+        for p in table.to_dict("records")
+    ]
+    return {
+        "table": _table(
+            [
+                "Representation",
+                "NDCG@10 (mean ± SD)",
+                "Spearman's rho (mean ± SD)",
+                "NDCG, full list (mean ± SD)",
+                "Essays sampled",
+                "Paraphrases from",
+            ],
+            rows,
+            caption="Similarity ranking of originals vs. paraphrases",
+        ),
+        "source": meta.get("paraphrase_source"),
+    }
+
+
+SECTION = Section(
+    "paraphrase",
+    (Heading("paraphrase", "Paraphrase robustness", ("paraphrase",)),),
+    analysis=ANALYSIS,
+    view=view,
+    schema={"paraphrase": tuple(PARAPHRASE_COLUMNS)},
+)

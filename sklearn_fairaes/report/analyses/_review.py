@@ -33,16 +33,47 @@ Every pair is within the study: essays on different prompts are never paired.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ...resources import require
-from ._base import AnalysisOutput
+from .._cells import (
+    _missing,
+    _mod,
+    _num,
+    _ordered,
+    _present,
+    _rep,
+    _score,
+    _system_order,
+    _table,
+    _text,
+)
+from .._plots import (
+    _PANEL_H,
+    _PANEL_W,
+    _check_table,
+    _figure,
+    _legend,
+    _line_handles,
+    _panel_axes,
+    model_colors,
+    model_label,
+    representation_label,
+)
+from .._plots import _ordered as _pordered
+from .._plots import _text as _ptext
+from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import PairAnalysis, noting, pair_notes, where
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
     from .._study import Study
 
 __all__ = ["ANALYSIS", "ReviewAnalysis", "review_reason"]
@@ -147,7 +178,6 @@ class ReviewAnalysis(PairAnalysis):
     """
 
     name = "review"
-    title = "Essays to review"
 
     def run(self, study: Study) -> AnalysisOutput:
         """Compute the tables of the module docstring on one study.
@@ -319,3 +349,382 @@ def _flagged(ec: Any, n_review: int) -> list[int]:
 
 
 ANALYSIS = ReviewAnalysis()
+
+
+# --------------------------------------------------------------------------- view
+
+
+#: Essays shown with their texts per representation and system in the
+#: report (the tables hold all of them), and rows of the listings.
+REVIEW_ESSAYS_SHOWN = 3
+
+
+REVIEW_ROWS_SHOWN = 10
+
+
+def _review_essay(
+    label: str,
+    essay_id: object,
+    row: object,
+    score: object,
+    human: object,
+    text: object,
+    *,
+    system: str,
+) -> dict[str, str]:
+    """One essay of the review list: the system's score and the human score."""
+    details = [f"id {essay_id}"]
+    if not _missing(row):
+        details.append(f"data row {_text(_num(row))}")
+    if system != "human":
+        details.append(f"{model_label(system)} {_text(_score(score))}")
+    details.append(f"human score {_text(_score(human))}")
+    return {"label": label, "details": " · ".join([""] + details), "text": str(text)}
+
+
+def view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The essays to review per representation and system, the worst pairs and the constants."""
+    reps_pref = meta.get("representations") or ()
+    systems = _system_order(meta)
+    out: dict[str, Any] = {
+        "reps": [],
+        "constants": None,
+        "shown": REVIEW_ESSAYS_SHOWN,
+        "rows_shown": REVIEW_ROWS_SHOWN,
+    }
+    review = tables.get("review_list")
+    neighbors = tables.get("review_neighbors")
+    violations = tables.get("lipschitz_violations")
+    if review is not None:
+        _check_table(
+            review,
+            "review_list",
+            [
+                "representation", "system", "rank", "id", "data_row", "score", "human_score",
+                "neighbor_mean", "gap", "reason", "text",
+            ],
+        )  # fmt: skip
+    if neighbors is not None:
+        _check_table(
+            neighbors,
+            "review_neighbors",
+            [
+                "representation", "system", "rank", "neighbor_rank", "neighbor_id",
+                "neighbor_data_row", "distance", "neighbor_score", "neighbor_human_score",
+                "neighbor_text",
+            ],
+        )  # fmt: skip
+    if violations is not None:
+        _check_table(
+            violations,
+            "lipschitz_violations",
+            [
+                "representation", "system", "rank", "id_a", "id_b", "distance", "score_a",
+                "score_b", "human_score_a", "human_score_b", "violation",
+            ],
+        )  # fmt: skip
+    present = [t for t in (review, violations) if t is not None and len(t)]
+    keys = [
+        (str(r), str(s)) for t in present for r, s in zip(t["representation"], t["system"])
+    ]
+    reps = _ordered([r for r, _ in keys], reps_pref)
+    for r in reps:
+        entries = []
+        for m in _ordered([s for rr, s in keys if rr == r], systems, last=("human",)):
+            entries.append(_review_system(review, neighbors, violations, r, m))
+        out["reps"].append({"label": representation_label(r), "systems": entries})
+    if _present(tables, "lipschitz_constants"):
+        constants = tables["lipschitz_constants"]
+        _check_table(
+            constants,
+            "lipschitz_constants",
+            ["representation", "system", "quantile", "lipschitz_constant"],
+        )
+        quantiles = sorted(set(float(q) for q in constants["quantile"]))
+        cells = {
+            (str(c["representation"]), str(c["system"]), float(c["quantile"])): c[
+                "lipschitz_constant"
+            ]
+            for c in constants.to_dict("records")
+        }
+        rows = []
+        for r in _ordered(constants["representation"], reps_pref):
+            sub = constants[constants["representation"].astype(str) == r]
+            for m in _ordered(sub["system"], systems, last=("human",)):
+                rows.append(
+                    [_rep(r), _mod(m)] + [_num(cells.get((r, m, q))) for q in quantiles]
+                )
+        out["constants"] = _table(
+            ["Representation", "System"]
+            + [f"L at {100 * q:g}% of pairs" for q in quantiles],
+            rows,
+            caption="Empirical Lipschitz constants: the smallest L at which the share "
+            "of pairs satisfying the condition reaches 90, 95 and 99% (min–max "
+            "normalisation; ∞: near-identical essays with different scores)",
+        )
+    return out
+
+
+def _rows_of(table: pd.DataFrame | None, rep: str, system: str) -> pd.DataFrame | None:
+    if table is None or not len(table):
+        return None
+    sub = table[
+        (table["representation"].astype(str) == rep)
+        & (table["system"].astype(str) == system)
+    ]
+    return sub.sort_values("rank") if len(sub) else None
+
+
+def _review_system(
+    review: pd.DataFrame | None,
+    neighbors: pd.DataFrame | None,
+    violations: pd.DataFrame | None,
+    rep: str,
+    system: str,
+) -> dict[str, Any]:
+    """One (representation, system) of the essays to review."""
+    listed = _rows_of(review, rep, system)
+    near = _rows_of(neighbors, rep, system)
+    pairs = _rows_of(violations, rep, system)
+    label = "Human scores (rater monitoring)" if system == "human" else model_label(system)
+    entry: dict[str, Any] = {
+        "label": label,
+        "essays": [],
+        "listing": None,
+        "n_listed": 0 if listed is None else len(listed),
+        "pairs": None,
+        "n_pairs": 0 if pairs is None else len(pairs),
+    }
+    if listed is not None:
+        records = listed.to_dict("records")
+        for e in records[:REVIEW_ESSAYS_SHOWN]:
+            mine = (
+                []
+                if near is None
+                else near[near["rank"] == e["rank"]]
+                .sort_values("neighbor_rank")
+                .to_dict("records")
+            )
+            flagged = _review_essay(
+                "Listed essay",
+                e["id"],
+                e["data_row"],
+                e["score"],
+                e["human_score"],
+                e["text"],
+                system=system,
+            )
+            nearest = (
+                _review_essay(
+                    f"Nearest neighbour (distance {_text(_num(mine[0]['distance']))})",
+                    mine[0]["neighbor_id"],
+                    mine[0]["neighbor_data_row"],
+                    mine[0]["neighbor_score"],
+                    mine[0]["neighbor_human_score"],
+                    mine[0]["neighbor_text"],
+                    system=system,
+                )
+                if mine
+                else None
+            )
+            table = (
+                _table(
+                    ["Neighbour", "Essay", "Data row", "Distance", "Score", "Human score"],
+                    [
+                        [
+                            _num(n["neighbor_rank"]),
+                            n["neighbor_id"],
+                            _num(n["neighbor_data_row"]),
+                            _num(n["distance"]),
+                            _score(n["neighbor_score"]),
+                            _score(n["neighbor_human_score"]),
+                        ]
+                        for n in mine
+                    ],
+                    caption=f"Nearest neighbours of essay {e['id']}",
+                )
+                if mine
+                else None
+            )
+            entry["essays"].append(
+                {
+                    "heading": f"{_text(_num(e['rank']))}. Essay {e['id']}: {e['reason']}",
+                    "essay": flagged,
+                    "nearest": nearest,
+                    "neighbors": table,
+                }
+            )
+        entry["listing"] = _table(
+            ["Rank", "Essay", "Data row", "Score", "Human score", "Neighbour mean", "Gap",
+             "Why listed"],
+            [
+                [
+                    _num(e["rank"]),
+                    e["id"],
+                    _num(e["data_row"]),
+                    _score(e["score"]),
+                    _score(e["human_score"]),
+                    _num(e["neighbor_mean"]),
+                    _num(e["gap"]),
+                    e["reason"],
+                ]
+                for e in records[:REVIEW_ROWS_SHOWN]
+            ],
+            caption=f"Essays to review, {representation_label(rep)}, {label}: the first "
+            f"{min(len(records), REVIEW_ROWS_SHOWN)} of {len(records)} "
+            "(all in tables/review_list.csv)",
+        )  # fmt: skip
+    if pairs is not None:
+        entry["pairs"] = _table(
+            ["Rank", "Essay A", "Essay B", "Distance", "Score A", "Score B",
+             "Human A", "Human B", "Violation"],
+            [
+                [
+                    _num(v["rank"]),
+                    v["id_a"],
+                    v["id_b"],
+                    _num(v["distance"]),
+                    _score(v["score_a"]),
+                    _score(v["score_b"]),
+                    _score(v["human_score_a"]),
+                    _score(v["human_score_b"]),
+                    _num(v["violation"]),
+                ]
+                for v in pairs.to_dict("records")[:REVIEW_ROWS_SHOWN]
+            ],
+            caption=f"Worst pairs, {representation_label(rep)}, {label}: the first "
+            f"{min(len(pairs), REVIEW_ROWS_SHOWN)} of {len(pairs)} "
+            "(all in tables/lipschitz_violations.csv)",
+        )  # fmt: skip
+    return entry
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def plot_lipschitz_profile(
+    profile: pd.DataFrame,
+    *,
+    representations: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
+    """Share of essay pairs satisfying the Lipschitz condition as the constant ``L`` grows.
+
+    One panel per representation, one step line per system and for the human
+    scores, ``L`` on a log axis, with the 90/95/99% levels as dotted lines:
+    where a line crosses a level is that system's empirical Lipschitz
+    constant. A line to the left of the human scores' line scores near
+    essays more alike than the raters did. Points at ``L = 0`` (pairs with
+    no score difference) cannot be drawn on a log axis and are left out;
+    the line then starts at its first positive constant.
+
+    Parameters
+    ----------
+    profile : pandas.DataFrame
+        The audit's ``"lipschitz_profile"`` table: ``representation``,
+        ``system``, ``lipschitz_constant``, ``fraction``.
+    representations, models : list of str, default=None
+        Order of the panels and of the legend; order of appearance when None.
+    colors : dict, default=None
+        System -> colour; :func:`model_colors` when None.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        A new figure, not registered with pyplot.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_fairaes.report.analyses._review import plot_lipschitz_profile
+    >>> table = pd.DataFrame({"representation": ["tfidf"] * 3, "system": ["human"] * 3,
+    ...                       "lipschitz_constant": [0.5, 1.0, 4.0],
+    ...                       "fraction": [0.6, 0.9, 1.0]})
+    >>> fig = plot_lipschitz_profile(table)
+    >>> fig.axes[0].get_xscale(), fig.axes[0].get_title()
+    ('log', 'TF-IDF')
+    """
+    _check_table(
+        profile,
+        "lipschitz_profile",
+        ["representation", "system", "lipschitz_constant", "fraction"],
+    )
+    reps = _pordered(profile["representation"], representations)
+    mods = _pordered(profile["system"], models, last=("human",))
+    colors = colors or model_colors(mods)
+    fig = _figure(_PANEL_W * min(len(reps), 2), _PANEL_H * math.ceil(len(reps) / 2) + 0.9)
+    axes, _, _ = _panel_axes(fig, len(reps), sharey=True)
+    ncols = min(len(reps), 2)
+    for i, (ax, r) in enumerate(zip(axes, reps)):
+        sub = profile[profile["representation"].astype(str) == r]
+        for m in mods:
+            part = sub[sub["system"].astype(str) == m].sort_values("lipschitz_constant")
+            x = part["lipschitz_constant"].to_numpy(float)
+            y = part["fraction"].to_numpy(float)
+            drawn = (x > 0) & np.isfinite(x)
+            if drawn.any():
+                ax.step(x[drawn], 100 * y[drawn], where="post", color=colors[m], lw=1.8)
+        for level in (90, 95, 99):
+            ax.axhline(level, color="#999999", lw=0.8, ls=":")
+        ax.axvline(1.0, color="#999999", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_title(_ptext(representation_label(r)))
+        if i + ncols >= len(reps):
+            ax.set_xlabel("Lipschitz constant L (log scale; dashed: L = 1)")
+        if i % ncols == 0:
+            ax.set_ylabel("Pairs satisfying the condition (%)")
+        ax.grid(alpha=0.3, which="both")
+    fig.suptitle("Lipschitz profile: share of pairs satisfied vs. L (dotted: 90/95/99%)")
+    _legend(fig, _line_handles(colors, mods), [_ptext(model_label(m)) for m in mods])
+    return fig
+
+
+def figures(tables: Mapping[str, pd.DataFrame], ctx: FigureContext) -> dict[str, Figure]:
+    """The Lipschitz profile: the share of pairs each constant would make fair."""
+    if not _present(tables, "lipschitz_profile"):
+        return {}
+    return {
+        "lipschitz_profile": plot_lipschitz_profile(
+            tables["lipschitz_profile"],
+            models=ctx.systems,
+            colors=ctx.colors,
+            representations=ctx.representations,
+        )
+    }
+
+
+SECTION = Section(
+    "review",
+    (
+        Heading(
+            "review",
+            "Essays to review",
+            (
+                "review_list",
+                "lipschitz_violations",
+                "lipschitz_constants",
+                "lipschitz_profile",
+            ),
+        ),
+    ),
+    analysis=ANALYSIS,
+    view=view,
+    schema={
+        "review_list": tuple(REVIEW_COLUMNS),
+        "review_neighbors": tuple(NEIGHBOR_COLUMNS),
+        "lipschitz_violations": tuple(VIOLATION_COLUMNS),
+        "essay_consistency": tuple(CONSISTENCY_COLUMNS),
+        "lipschitz_constants": tuple(CONSTANT_COLUMNS),
+        "lipschitz_profile": tuple(PROFILE_COLUMNS),
+    },
+    figures=figures,
+    figure_names=("lipschitz_profile",),
+    color_keys=(("lipschitz_profile", "system"),),
+    optional=True,
+    # audits before issue 17 gave no review tables
+    default_reason="the audit gave no review tables (review_list, lipschitz_violations, "
+    "lipschitz_constants)",
+)

@@ -27,16 +27,19 @@ its grades are scaled to [0, 1] by the question's scale. Two tables:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ...resources import require
+from .._cells import _mod, _num, _pct, _present, _rep, _table
+from .._plots import _check_table
 from .._study import System
-from ._base import AnalysisOutput
+from ._base import AnalysisOutput, Heading, Section
 
 if TYPE_CHECKING:
+    import pandas as pd
     from numpy.typing import NDArray
     from pandas import DataFrame
 
@@ -292,7 +295,6 @@ class _ShortAnswers:
     """The ``short_answers`` analysis; see the module docstring."""
 
     name = "short_answers"
-    title = "Short-answer grading"
 
     def absent(self, study: Study) -> str | None:
         """Why the short-answer section cannot run on ``study``, or None when it can."""
@@ -397,3 +399,102 @@ class _ShortAnswers:
 
 #: The short-answer section, as the audit runs it.
 ANALYSIS = _ShortAnswers()
+
+
+# --------------------------------------------------------------------------- view
+
+
+_COVERAGE_COLUMNS = {
+    "n_references": ("References (M)", _num),
+    "mean_score": ("Mean score of a valid answer", _num),
+    "ci_low": ("95 % interval, low", _num),
+    "ci_high": ("95 % interval, high", _num),
+    "share_below_threshold": ("% scored below the pass mark", _pct),
+    "n_questions": ("Questions", _num),
+    "n_held_out": ("Held-out answers", _num),
+}
+
+
+def view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
+) -> dict[str, Any]:
+    """The grading error and the reference coverage as the template shows them."""
+    out: dict[str, Any] = {"grading": None, "coverage": None}
+    if _present(tables, "grading"):
+        table = tables["grading"]
+        _check_table(table, "grading", ["representation", "system", "n", "rmse", "wrmse"])
+        out["grading"] = _table(
+            ["Representation", "System", "n", "RMSE", "Weighted RMSE"],
+            [
+                [
+                    _rep(r["representation"]),
+                    _mod(r["system"]),
+                    _num(r["n"]),
+                    _num(r["rmse"]),
+                    _num(r["wrmse"]),
+                ]
+                for r in table.to_dict("records")
+            ],
+            caption="Grading error on grades scaled to 0–1 (lower is better)",
+        )
+    if _present(tables, "reference_coverage"):
+        table = tables["reference_coverage"]
+        _check_table(table, "reference_coverage", ["n_references", "mean_score"])
+        columns = [c for c in _COVERAGE_COLUMNS if c in table.columns]
+        with_rep = "representation" in table.columns
+        out["coverage"] = _table(
+            ["Representation"] * with_rep + [_COVERAGE_COLUMNS[c][0] for c in columns],
+            [
+                [_rep(r["representation"])] * with_rep
+                + [_COVERAGE_COLUMNS[c][1](r[c]) for c in columns]
+                for r in table.to_dict("records")
+            ],
+            caption="Reference coverage: how a zero-shot similarity grader scores fully "
+            "correct answers held out, with M reference answers per question",
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+def pool(tables: dict[str, DataFrame], studies: Sequence[Study]) -> dict[str, DataFrame]:
+    """The grading table with a row over all questions' answers together."""
+    if "grading" in tables:
+        pd = require("pandas", purpose="the audit")
+        pooled = pool_grading(list(studies))
+        pooled.insert(0, "prompt", "pooled")
+        tables["grading"] = pd.concat([tables["grading"], pooled], ignore_index=True)
+    return tables
+
+
+SECTION = Section(
+    "short_answers",
+    (
+        Heading(
+            "short_answers",
+            "Short answers: grading and reference coverage",
+            ("grading", "reference_coverage"),
+        ),
+    ),
+    analysis=ANALYSIS,
+    view=view,
+    schema={
+        "grading": GRADING_COLUMNS,
+        "reference_coverage": (
+            "representation",
+            "n_references",
+            "mean_score",
+            "ci_low",
+            "ci_high",
+            "share_below_threshold",
+            "n_questions",
+            "n_held_out",
+        ),
+    },  # fmt: skip
+    pool=pool,
+    optional=True,
+    default_reason="not a short-answer audit (no reference column was given)",
+    # an essay audit has no short-answer section to explain
+    applies=lambda meta: bool(meta.get("short_answer")),
+)
