@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sklearn_fairaes.features._interpretable import FEATURE_NAMES, PROMPT_FEATURES
+from sklearn_fairaes.features import FEATURE_NAMES
+from sklearn_fairaes.features._interpretable import PROMPT_FEATURES
 from sklearn_fairaes.report.analyses import SECTIONS
 
 # the package's own feature list: the fixture follows it when it changes

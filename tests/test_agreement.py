@@ -14,7 +14,7 @@ from scipy.stats import pearsonr
 from sklearn.metrics import cohen_kappa_score
 
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
-from sklearn_fairaes.metrics._agreement import (
+from sklearn_fairaes.metrics import (
     agreement_rate,
     agreement_report,
     difference_of_standardized_means,

@@ -9,7 +9,7 @@ from conftest import require_file, require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sklearn_fairaes.metrics._grading import weighted_rmse
+from sklearn_fairaes.metrics import weighted_rmse
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

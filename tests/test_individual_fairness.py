@@ -19,10 +19,10 @@ from sklearn_fairaes.metrics import (
     condensed_distances,
     extreme_pairs,
     feature_difference_profile,
+    group_lipschitz_fraction,
     lipschitz_fraction,
     score_distance_curve,
 )
-from sklearn_fairaes.metrics._group import group_lipschitz_fraction
 from sklearn_fairaes.metrics._pairs import _blocks, _counters, _engine, _range, _types
 from sklearn_fairaes.metrics._pairs._types import condensed_to_pairs, n_pairs_of
 

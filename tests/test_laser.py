@@ -15,8 +15,13 @@ from laser_tiny import write_tiny_laser
 from sklearn.base import clone
 
 from sklearn_fairaes.resources import LASER_FILES, ResourceNotFoundError
-from sklearn_fairaes.text import EmbeddingCache, LaserEncoder, get_cache
-from sklearn_fairaes.text._laser import load_laser, split_sentences
+from sklearn_fairaes.text import (
+    EmbeddingCache,
+    LaserEncoder,
+    get_cache,
+    load_laser,
+    split_sentences,
+)
 
 require_module("laserembeddings", "laser")
 

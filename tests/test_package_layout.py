@@ -7,6 +7,7 @@ sources with :mod:`ast`, so the checks need no import of the package.
 """
 
 import ast
+import importlib
 
 from conftest import REPO
 
@@ -192,3 +193,34 @@ def test_the_pair_engine_is_layered():
     }
     upward = {module: targets for module, targets in upward.items() if targets}
     assert not upward, f"imports of later layers (see PAIRS_LAYERS): {upward}"
+
+
+def _public_home(module, name):
+    """The nearest public package above ``module`` that exports ``name``, or None."""
+    parts = module.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        if any(part.startswith("_") for part in parts[1:i]):
+            continue
+        package = importlib.import_module(".".join(parts[:i]))
+        if name in getattr(package, "__all__", ()):
+            return package.__name__
+    return None
+
+
+def test_tests_import_public_names_from_their_public_path():
+    """A test imports a private module only for what no public package exports."""
+    found = []
+    for path in sorted((REPO / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("sklearn_fairaes.")
+                and any(part.startswith("_") for part in node.module.split(".")[1:])
+            ):
+                continue
+            for alias in node.names:
+                home = _public_home(node.module, alias.name)
+                if home is not None:
+                    found.append(f"{path.name}:{node.lineno}: {alias.name} from {home}")
+    assert not found, f"import these from their public path: {found}"

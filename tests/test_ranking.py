@@ -13,7 +13,7 @@ from sklearn.metrics import ndcg_score
 from sklearn.metrics.pairwise import cosine_similarity
 
 from sklearn_fairaes.exceptions import UndefinedMetricWarning
-from sklearn_fairaes.metrics._ranking import paraphrase_ndcg
+from sklearn_fairaes.metrics import paraphrase_ndcg
 
 
 def naive(X, Xp, queries, k=None):

@@ -19,8 +19,11 @@ from scipy.spatial.distance import pdist
 
 import sklearn_fairaes
 from sklearn_fairaes import _config
-from sklearn_fairaes.metrics import lipschitz_fraction, score_distance_curve
-from sklearn_fairaes.metrics._group import group_lipschitz_fraction
+from sklearn_fairaes.metrics import (
+    group_lipschitz_fraction,
+    lipschitz_fraction,
+    score_distance_curve,
+)
 from sklearn_fairaes.metrics._pairs import (
     _blocks,
     _counters,
