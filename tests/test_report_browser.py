@@ -33,7 +33,7 @@ require_module("matplotlib", "report")
 from report_fixtures import make_audit_tables  # noqa: E402
 
 from sklearn_fairaes.report._html import render_html  # noqa: E402
-from sklearn_fairaes.report._plots import make_figures  # noqa: E402
+from sklearn_fairaes.report.analyses import make_figures  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "artifacts"
