@@ -312,7 +312,7 @@ def audit(
         sets it.
     sections : sequence of str, default=None
         The ids of the report's sections to run and show (see
-        :func:`~sklearn_fairaes.report.analyses.section_ids`: ``"agreement"``,
+        ``sklearn_fairaes.report.analyses.section_ids()``: ``"agreement"``,
         ``"extremes"``, ``"paraphrase"``, ``"lipschitz"``, ``"review"``,
         ``"groups"``, ``"counterfactual"``, ``"short_answers"``, and the
         ``"overview"`` and ``"summary"`` that open the report); None: all. A
