@@ -929,3 +929,79 @@ def test_baseline_folds_in_threads_give_the_sequential_predictions():
     import threading
 
     assert threads == {threading.get_ident()}
+
+
+def _hand_result(prompts, system="engine"):
+    """An AuditResult built by hand: one system, two prompts (or one), raters given."""
+    from sklearn_fairaes.report import AuditResult
+
+    agreement = pd.DataFrame(
+        {
+            "prompt": prompts,
+            "representation": [""] * len(prompts),
+            "system": [system] * len(prompts),
+            "kind": ["given"] * len(prompts),
+            "n": [120, 80][: len(prompts)],
+            "qwk": [0.712, 0.655][: len(prompts)],
+            "degradation": [0.021, np.nan][: len(prompts)],
+            "smd": [-0.031, 0.2][: len(prompts)],
+            "acceptable": [True, False][: len(prompts)],
+        }
+    )
+    lipschitz = pd.DataFrame(
+        {
+            "prompt": prompts * 2,
+            "representation": ["tfidf"] * (2 * len(prompts)),
+            "system": [system] * len(prompts) + ["human"] * len(prompts),
+            "lipschitz_minmax": [0.9931, 0.95][: len(prompts)]
+            + [0.9712, 0.94][: len(prompts)],
+            "lipschitz_max": [0.9975, 0.96][: len(prompts)]
+            + [0.9803, 0.95][: len(prompts)],
+            "n_pairs": [780] * (2 * len(prompts)),
+        }
+    )
+    meta = {
+        "title": "Hand audit",
+        "n_essays": 200,
+        "score_min": 0.0,
+        "score_max": 6.0,
+        "representations": ["tfidf"],
+        "prompts": prompts,
+        "systems": {system: {"kind": "given", "description": ""}},
+        "models": [],
+        "omitted_features": [],
+        "notes": ["one <note> & more"],
+    }
+    return AuditResult({"agreement": agreement, "lipschitz": lipschitz}, meta)
+
+
+def test_summary_lists_n_qwk_degradation_smd_and_acceptance():
+    """Issue 33 item 7: the console summary's columns, each filled where the audit has it."""
+    lines = _hand_result(["all"]).summary().splitlines()
+    assert lines[1].split() == [
+        "representation", "system", "n", "QWK", "degradation", "|SMD|",
+        "LF", "min-max", "LF", "max", "accepted",
+    ]  # fmt: skip
+    assert lines[2].split() == [
+        "tfidf", "engine", "120", "0.712", "0.021", "0.031", "0.9931", "0.9975", "yes",
+    ]  # fmt: skip
+    assert lines[3].split() == ["tfidf", "human", "scores", "0.9712", "0.9803"]
+
+
+def test_summary_columns_hold_long_prompt_ids_and_names():
+    """A prompt id or system name wider than its column used to run into the next one."""
+    long_prompt, long_system = "2.1_DLL_v1.1_extended", "engine_version_2026_rc1"
+    text = _hand_result([long_prompt, "b"], system=long_system).summary()
+    rows = text.splitlines()[2:6]
+    assert rows[0].split()[:4] == [long_prompt, "tfidf", long_system, "120"]
+    # a missing degradation stays an empty cell; every row's columns line up
+    assert rows[1].split()[:6] == ["b", "tfidf", long_system, "80", "0.655", "0.200"]
+    header = text.splitlines()[1]
+    assert all(row.index("tfidf") == header.index("representation") for row in rows)
+
+
+def test_repr_html_escapes_the_users_names():
+    html = _hand_result(["all"], system="<b>engine</b>")._repr_html_()
+    assert "<b>engine</b>" not in html and "&lt;b&gt;engine&lt;/b&gt;" in html
+    assert "one &lt;note&gt; &amp; more" in html
+    assert "<th>degradation</th>" in html and "<td>0.021</td>" in html

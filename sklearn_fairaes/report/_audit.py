@@ -23,6 +23,7 @@ grading.
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import platform
@@ -760,9 +761,9 @@ class AuditResult:
     AuditResult(40 essays, representations=['tfidf'], systems=['engine'])
     >>> print(result.summary())  # doctest: +NORMALIZE_WHITESPACE
     Demo audit: 40 essays, scores 2-12
-    representation system                  QWK  |SMD|  LF min-max   LF max  accepted
-    tfidf          engine                0.712  0.031      0.9931   0.9975  yes
-    tfidf          human scores                            0.9712   0.9803
+    representation  system        n    QWK  degradation  |SMD|  LF min-max  LF max  accepted
+    tfidf           engine            0.712                0.031      0.9931  0.9975  yes
+    tfidf           human scores                                      0.9712  0.9803
     >>> result.to_json_dict()["tables"]["agreement"][0]["qwk"]
     0.712
     """
@@ -795,24 +796,14 @@ class AuditResult:
             self._figures = make_figures(self.tables, self.meta)
         return self._figures
 
-    def summary(self) -> str:
-        """Return a plain-text summary: agreement and Lipschitz fraction per system.
-
-        Returns
-        -------
-        text : str
-            One line per (prompt,) representation and system (QWK, absolute
-            SMD, both Lipschitz fractions and whether it is acceptable), one
-            per representation for the human scores, then the notes. The
-            prompt column shows only with several prompts.
-        """
+    def _summary_rows(self) -> tuple[str, list[str], list[list[str]], list[str]]:
+        """The summary's title, column names, rows (as text) and closing notes."""
         several = len(self.meta.get("prompts") or ["all"]) > 1
         agree: dict[tuple[str, str, str], Any] = {}
         if "agreement" in self.tables:
             for _, row in self.tables["agreement"].iterrows():
-                agree[(row["prompt"], row["representation"], row["system"])] = row
+                agree[(str(row["prompt"]), row["representation"], row["system"])] = row
         cv = f", {self.meta['cv']}-fold CV" if self.meta.get("models") else ""
-        lead = f"{'prompt':<10}" if several else ""
         if several:
             # each prompt has its own scale: one overall min-max would mislead
             prompts = self.meta["prompts"]
@@ -822,40 +813,99 @@ class AuditResult:
                 f"{self.meta['n_essays']} essays, scores "
                 f"{self.meta['score_min']:g}-{self.meta['score_max']:g}"
             )
-        lines = [
-            f"{self.meta['title']}: {scope}{cv}",
-            f"{lead}{'representation':<15}{'system':<20}{'QWK':>7}{'|SMD|':>7}"
-            f"{'LF min-max':>12}{'LF max':>9}  accepted",
-        ]
-        humans = []
+        columns = ["prompt"] if several else []
+        columns += ["representation", "system", "n", "QWK", "degradation", "|SMD|"]
+        columns += ["LF min-max", "LF max", "accepted"]
 
-        def number(value: Any, width: int, digits: int) -> str:
-            ok = value is not None and np.isfinite(float(value))
-            return f"{float(value):>{width}.{digits}f}" if ok else " " * width
+        def number(value: Any, digits: int) -> str:
+            try:
+                x = float(value)
+            except (TypeError, ValueError):
+                return ""
+            return f"{x:.{digits}f}" if np.isfinite(x) else ""
 
-        for _, lrow in self.tables["lipschitz"].iterrows():
-            p, r, s = lrow["prompt"], lrow["representation"], lrow["system"]
-            head = f"{str(p):<10}" if several else ""
-            lf = f"{lrow['lipschitz_minmax']:>12.4f}{lrow['lipschitz_max']:>9.4f}"
+        rows: list[list[str]] = []
+        humans: list[list[str]] = []
+        lipschitz = self.tables.get("lipschitz")
+        for _, lrow in [] if lipschitz is None else lipschitz.iterrows():
+            p, r, s = str(lrow["prompt"]), lrow["representation"], lrow["system"]
+            head = [p] if several else []
+            lf = [number(lrow["lipschitz_minmax"], 4), number(lrow["lipschitz_max"], 4)]
             if s == "human":
-                humans.append(f"{head}{r:<15}{'human scores':<20}{'':>7}{'':>7}{lf}")
+                humans.append([*head, r, "human scores", "", "", "", "", *lf, ""])
                 continue
             found = agree.get((p, r, s), agree.get((p, "", s)))
             cells: dict[str, Any] = {} if found is None else dict(found)
-            qwk_ = number(cells.get("qwk"), 7, 3)
-            smd: Any = cells.get("smd")
-            smd_ = number(None if smd is None else abs(float(smd)), 7, 3)
+            smd = number(cells.get("smd"), 3)
+            n = cells.get("n")
             accepted = cells.get("acceptable")
-            flag = (
-                {True: "yes", False: "no"}.get(accepted, "") if accepted is not None else ""
+            rows.append(
+                [
+                    *head,
+                    r,
+                    s,
+                    "" if n is None or number(n, 0) == "" else str(int(n)),
+                    number(cells.get("qwk"), 3),
+                    number(cells.get("degradation"), 3),
+                    smd.lstrip("-"),
+                    *lf,
+                    # None or NaN (pooled rows, no flags): an empty cell
+                    ("yes" if accepted else "no")
+                    if isinstance(accepted, (bool, np.bool_))
+                    else "",
+                ]
             )
-            lines.append(f"{head}{r:<15}{s:<20}{qwk_}{smd_}{lf}  {flag}".rstrip())
-        lines += humans
-        for item in self.meta["omitted_features"]:
-            lines.append(f"note: {item['feature']} left out: {item['reason']}")
-        lines += [f"note: {t}" for t in self.meta["notes"]]
-        lines += [f"warning: {w['message']}" for w in self.meta.get("warnings") or []]
-        return "\n".join(lines)
+        notes = [
+            f"note: {item['feature']} left out: {item['reason']}"
+            for item in self.meta["omitted_features"]
+        ]
+        notes += [f"note: {t}" for t in self.meta["notes"]]
+        notes += [f"warning: {w['message']}" for w in self.meta.get("warnings") or []]
+        return f"{self.meta['title']}: {scope}{cv}", columns, rows + humans, notes
+
+    def summary(self) -> str:
+        """Return a plain-text summary: agreement and Lipschitz fraction per system.
+
+        Returns
+        -------
+        text : str
+            One line per (prompt,) representation and system (essays scored,
+            QWK, its degradation from the human-human QWK, absolute SMD, both
+            Lipschitz fractions and whether it is acceptable), one per
+            representation for the human scores, then the notes. The prompt
+            column shows only with several prompts; empty cells are figures
+            the audit has no value for (no raters: no degradation; pooled
+            rows: no SMD; short answers: grades, no QWK).
+        """
+        title, columns, rows, notes = self._summary_rows()
+        # columns as wide as their longest cell: prompt ids and system names
+        # are the user's, of any length
+        widths = [
+            max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(columns)
+        ]
+        text_columns = {"prompt", "representation", "system", "accepted"}
+
+        def line(cells: list[str]) -> str:
+            out = [
+                cell.ljust(w) if name in text_columns else cell.rjust(w)
+                for cell, w, name in zip(cells, widths, columns)
+            ]
+            return "  ".join(out).rstrip()
+
+        return "\n".join([title, line(columns), *(line(row) for row in rows), *notes])
+
+    def _repr_html_(self) -> str:
+        """The summary as an HTML table, for notebooks (every value escaped)."""
+        import pandas as pd
+
+        title, columns, rows, notes = self._summary_rows()
+        table = pd.DataFrame(rows, columns=columns).to_html(index=False, escape=True)
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+        return (
+            f"<div><p><b>{html.escape(title)}</b></p>{table}"
+            + (f"<ul>{items}</ul>" if items else "")
+            + "</div>"
+        )
 
     def to_json_dict(self) -> dict[str, Any]:
         """Return the tables (as records) and metadata as JSON-able Python objects.
