@@ -366,7 +366,7 @@ def _wordnet_reader_at(root: Any) -> Any:
 
 
 def wordnet_reader() -> Any:
-    """NLTK's WordNet reader on :func:`find_wordnet`'s WordNet, with no side effect.
+    """Return NLTK's WordNet reader on :func:`find_wordnet`'s WordNet, with no side effect.
 
     What the estimators read WordNet through (lemmas, synonyms, paraphrases):
     unlike ``nltk.corpus.wordnet`` it needs no folder on ``nltk.data.path``,
