@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...exceptions import UndefinedMetricWarning
+from ...perturb._audit import SUMMARY_COLUMNS
 from ...resources import require
 from .._cells import _mod, _num, _pct, _present, _rep, _table
 from .._plots import _check_table, _short, model_label, representation_label
@@ -59,6 +60,8 @@ SCORES_ONLY = (
 
 #: Columns of the ``perturbation_examples`` table, in order.
 EXAMPLE_COLUMNS = ("representation", "perturbation", "id", "edit_preview", "note")
+#: perturbation_audit's summary, one block per (representation, system)
+PERTURBATION_COLUMNS = ("representation", "system", *SUMMARY_COLUMNS)
 
 # Short-answer grades lie in [0, 1] and are often continuous (Stita): no step
 # of a score scale to take half of. Half of one of ASAG2024's ten grade ranges.
@@ -260,12 +263,10 @@ class _Counterfactual:
                             "note": str(row["note"]),
                         }
                     )
-        from ...perturb._audit import SUMMARY_COLUMNS
-
         summary = (
             pd.concat(summaries, ignore_index=True)
             if summaries
-            else pd.DataFrame(columns=["representation", "system", *SUMMARY_COLUMNS])
+            else pd.DataFrame(columns=list(PERTURBATION_COLUMNS))
         )
         rest = [c for c in summary.columns if c not in ("representation", "system")]
         notes = [self._sample_note(study, len(held), trained, fitted), *refit_failed]
@@ -430,30 +431,9 @@ SECTION = Section(
     analysis=ANALYSIS,
     view=view,
     schema={
-        "perturbation": (
-            "representation",
-            "system",
-            "perturbation",
-            "family",
-            "expected",
-            "n_essays",
-            "n_changed",
-            "mean_abs_change",
-            "mean_change",
-            "max_abs_change",
-            "share_beyond_tolerance",
-            "share_down",
-            "share_within",
-            "share_up",
-            "share_expected",
-            "mean_distance",
-            "share_zero_distance",
-            "lipschitz_minmax",
-            "lipschitz_max",
-            "tolerance",
-        ),
+        "perturbation": PERTURBATION_COLUMNS,
         "perturbation_examples": EXAMPLE_COLUMNS,
-    },  # fmt: skip
+    },
     figures=figures,
     figure_names=("perturbation",),
     optional=True,
