@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 
 from .._interrupts import interrupts_kept
 from .._version import __version__
+from ..metrics._bootstrap import ids_digest
 from ..resources import require
 from ._build import (
     MODEL_NAMES,
@@ -102,6 +103,8 @@ def audit(
     n_perturbation_essays: int = 200,
     n_review: int = 20,
     n_neighbors: int = 5,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
     cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
     progress: bool = False,
     title: str | None = None,
@@ -279,6 +282,17 @@ def audit(
         review (:func:`~sklearn_fairaes.metrics.essay_consistency`); a
         prompt with this many essays or fewer uses all its other essays, with
         a note.
+    n_bootstrap : int, default=1000
+        Essay-level bootstrap replicates behind the confidence intervals of
+        the headline figures (the ``*_ci_low`` and ``*_ci_high`` columns):
+        essays are resampled within each prompt, and every statistic is
+        recomputed on the resampled essays by weighting them (pair statistics
+        from one pass over the pairs; see ``sklearn_fairaes.metrics``). The
+        replicates are drawn from ``random_state``, the prompt and the
+        essays' ids, so two audits of the same essays pair (``sf.compare``).
+        0 computes no intervals.
+    confidence_level : float, default=0.95
+        Coverage of the intervals (percentile intervals of the replicates).
     cache : bool, str, path or EmbeddingCache, default=True
         Embedding cache of every encoder the audit makes (the ``"sbert"`` and
         ``"laser"`` representations, the ``prompt_similarity_sbert`` feature;
@@ -655,6 +669,10 @@ def _meta(
         },
         "cv": plan.settings.cv,
         "random_state": plan.settings.random_state,
+        "n_bootstrap": plan.settings.n_bootstrap,
+        "confidence_level": plan.settings.confidence_level,
+        # the essays each prompt resampled: two audits pair where these agree
+        "ids_digest": {s.prompt: ids_digest(s.ids) for s in studies},
         "features": list(first.feature_names),
         "omitted_features": plan.omitted_features,
         "paraphrase_source": first.paraphrase_source,

@@ -463,6 +463,35 @@ REVIEW = OptionGroup(
     ),
 )
 
+#: The essay-level bootstrap of the report's headline figures.
+UNCERTAINTY = OptionGroup(
+    "uncertainty",
+    (
+        Option(
+            "n_bootstrap",
+            1000,
+            (Interval(numbers.Integral, 0, None),),
+            help="essay-level bootstrap replicates behind every headline figure's "
+            "confidence interval, from one pass over the pairs (0: no intervals; "
+            "default: %(default)s)",
+            fix="pass a number of replicates such as n_bootstrap=1000, or 0 for none",
+            flag="--bootstrap",
+            metavar="B",
+            cli_type=int,
+            setting="Bootstrap replicates",
+        ),
+        Option(
+            "confidence_level",
+            0.95,
+            (Interval(numbers.Real, 0.5, 0.999),),
+            help="coverage of the confidence intervals (default: %(default)s)",
+            fix="pass a level such as confidence_level=0.95",
+            cli_type=float,
+            setting="Confidence level",
+        ),
+    ),
+)
+
 #: Which of the report's sections run and show.
 SECTIONS = OptionGroup(
     "sections",
@@ -512,6 +541,7 @@ GROUPS: tuple[OptionGroup, ...] = (
     PARAPHRASE,
     COUNTERFACTUAL,
     REVIEW,
+    UNCERTAINTY,
     SECTIONS,
     CACHE,
 )
@@ -675,7 +705,8 @@ def add_arguments(
                 kwargs[key] = getattr(option, key)
         if option.cli_type is not None:
             kwargs["type"] = option.cli_type
-        parser.add_argument(flag, **kwargs)
+        # a flag spelled unlike its keyword (--bootstrap for n_bootstrap)
+        parser.add_argument(flag, dest=option.name, **kwargs)
 
 
 def cli_values(

@@ -113,11 +113,32 @@ class Study:
     representations: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    _weights: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         """The number of essays."""
         return len(self.essays)
+
+    def bootstrap_weights(self) -> NDArray[np.float64] | None:
+        """The study's bootstrap replicates as essay multiplicities, or None.
+
+        ``(n_bootstrap, n)`` from :func:`~sklearn_fairaes.metrics._bootstrap.replicate_weights`
+        with the audit's seed, this prompt as the stream and the essays' ids;
+        None when ``settings.n_bootstrap`` is 0. Drawn once per study, so that
+        every section's intervals come from the same replicates (and the
+        differences between systems are paired).
+        """
+        n_bootstrap = int(getattr(self.settings, "n_bootstrap", 0) or 0)
+        if n_bootstrap == 0:
+            return None
+        if self._weights is None or self._weights.shape[0] != n_bootstrap:
+            from ..metrics._bootstrap import replicate_weights
+
+            self._weights = replicate_weights(
+                self.ids, n_bootstrap, int(self.settings.random_state), stream=self.prompt
+            )
+        return self._weights
 
     def scored(self, representation: str) -> dict[str, NDArray[np.float64]]:
         """Every system's scores under ``representation``, then the human scores as ``"human"``."""

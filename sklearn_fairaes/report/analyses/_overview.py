@@ -113,6 +113,20 @@ def view(
         ("Model settings", _settings_lines(meta.get("model_settings")) or _NA),
         (setting_label("cv"), _num(meta.get("cv"))),
         (setting_label("random_state"), Cell(str(meta.get("random_state")))),
+        (
+            setting_label("n_bootstrap"),
+            Cell(
+                str(meta["n_bootstrap"])
+                if meta.get("n_bootstrap")
+                else "none (no intervals)"
+            ),
+        ),
+        (
+            setting_label("confidence_level"),
+            Cell(f"{float(meta['confidence_level']):.0%}")
+            if meta.get("n_bootstrap") and meta.get("confidence_level") is not None
+            else Cell("no intervals"),
+        ),
         ("Paraphrases", Cell(str(meta.get("paraphrase_source") or "none"))),
         (setting_label("sbert_model"), Cell(str(meta.get("sbert_model") or "not used"))),
     ]
