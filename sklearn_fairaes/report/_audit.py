@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .._interrupts import interrupts_kept
 from .._version import __version__
@@ -504,7 +504,21 @@ def audit(
         }
         for kind, counts in result_counts().items()
     }
-    return AuditResult(tables, meta)
+    return AuditResult(tables, meta, replicates=_replicates(studies, runs))
+
+
+def _replicates(
+    studies: Sequence[Study], runs: Mapping[str, Sequence[AnalysisOutput | str]]
+) -> dict[tuple[str, str, str, str, str], NDArray[np.float64]]:
+    """Every analysis's bootstrap replicates, keyed by prompt, table, representation, system, column."""
+    out: dict[tuple[str, str, str, str, str], NDArray[np.float64]] = {}
+    for outputs in runs.values():
+        for study, output in zip(studies, outputs):
+            if isinstance(output, str):
+                continue
+            for key, values in output.replicates.items():
+                out[(study.prompt, key[0], key[1], key[2], key[3])] = values
+    return out
 
 
 def _check_sections(ids: tuple[str, ...] | None) -> None:
@@ -739,6 +753,12 @@ class AuditResult:
         The tables of the run, by name (see :func:`audit` for their columns).
     meta : dict
         What was run, what was left out and why, versions and timing.
+    replicates : dict or None, default=None
+        The bootstrap replicates behind the tables' ``*_ci_low`` /
+        ``*_ci_high`` columns: ``(prompt, table, representation, system,
+        column)`` -> array of shape ``(n_bootstrap,)``. Replicates of two
+        audits of the same essays with the same seed pair one to one
+        (``meta["ids_digest"]`` says which essays each prompt resampled).
 
     Attributes
     ----------
@@ -748,6 +768,8 @@ class AuditResult:
         Made from the tables on first access (needs the ``report`` extra).
     meta : dict
         The metadata, as given.
+    replicates : dict
+        The replicates, as given (empty when None).
 
     See Also
     --------
@@ -786,9 +808,18 @@ class AuditResult:
     0.712
     """
 
-    def __init__(self, tables: dict[str, DataFrame], meta: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        tables: dict[str, DataFrame],
+        meta: dict[str, Any],
+        replicates: Mapping[tuple[str, str, str, str, str], ArrayLike] | None = None,
+    ) -> None:
         self.tables = tables
         self.meta = meta
+        self.replicates: dict[tuple[str, str, str, str, str], NDArray[np.float64]] = {
+            tuple(map(str, k)): np.asarray(v, dtype=np.float64)  # type: ignore[misc]
+            for k, v in (replicates or {}).items()
+        }
         self._figures: dict[str, Figure] | None = None
 
     def __repr__(self) -> str:

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import numpy as np
     from matplotlib.figure import Figure
+    from numpy.typing import NDArray
     from pandas import DataFrame
 
     from .._study import Study
@@ -35,12 +37,20 @@ class AnalysisOutput:
     ``notes`` are sentences for the report's notes list (what was sampled,
     undefined values and where); ``warnings`` are dicts with at least
     ``"representation"`` and ``"message"`` shown next to the numbers they
-    concern.
+    concern. ``replicates`` holds the bootstrap replicates behind a table's
+    interval columns, keyed ``(table, representation, system, column)``
+    (``representation`` ``""`` where the table has none), each an array of
+    shape ``(n_bootstrap,)`` drawn with the study's
+    :meth:`~sklearn_fairaes.report._study.Study.bootstrap_weights`; the audit
+    keys them by prompt too (:attr:`~sklearn_fairaes.report.AuditResult.replicates`).
     """
 
     tables: dict[str, DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    replicates: dict[tuple[str, str, str, str], NDArray[np.float64]] = field(
+        default_factory=dict
+    )
 
 
 class Analysis(Protocol):
