@@ -30,6 +30,7 @@ from ._individual import (
     score_distance_curve,
 )
 from ._pairs._engine import condensed_distances
+from ._prmse import prmse
 from ._ranking import paraphrase_ndcg
 from ._review import essay_consistency, lipschitz_profile, lipschitz_violations
 from ._scorer import FairnessScorer, get_scorer, get_scorer_names, make_fairness_scorer
@@ -54,6 +55,7 @@ __all__ = [
     "make_fairness_scorer",
     "mean_qwk",
     "paraphrase_ndcg",
+    "prmse",
     "qwk",
     "qwk_degradation",
     "score_distance_curve",
