@@ -77,6 +77,7 @@ def audit(
     systems: Mapping[str, str | ArrayLike] | Sequence[str] | None = None,
     rater_cols: str | Sequence[str] | None = None,
     score_range: tuple[float, float] | Mapping[Any, tuple[float, float]] | None = None,
+    score_step: float | str | None = None,
     prompt: str | None = None,
     prompt_col: str | None = None,
     prompts: Mapping[Any, str] | None = None,
@@ -105,6 +106,7 @@ def audit(
     n_neighbors: int = 5,
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
+    smd_method: str = "unpooled",
     cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
     progress: bool = False,
     title: str | None = None,
@@ -172,6 +174,23 @@ def audit(
         was inferred); an inferred scale of more than 1,000 score points is
         refused as a typo (one score of 1e12 among 0-12), and so is every
         rater column spanning more.
+    score_step : float or "continuous", default=None
+        The step between the human score points. None: integer score points,
+        as before (a non-integer human or rater score is refused). A number
+        (``0.5`` for ELLIPSE's 1.0-5.0 in half points): every human and rater
+        score must lie on ``low + k * score_step`` of its prompt's scale (a
+        score off that grid is refused, naming its column, row and value),
+        and ``(high - low) / score_step`` must be a whole number (else the
+        audit stops before any work). QWK, the agreement rates and the
+        confusion matrix then treat each step as one score point: a system's
+        score is trimmed to ``[low - 0.4998 * step, high + 0.4998 * step]``
+        and rounded to the nearest step, and adjacent agreement means within
+        one step. ``"continuous"``: the human scores may take any value (e.g.
+        averages of several raters); QWK is the continuous QWK that RSMTool
+        reports for real-valued scores (``2 Cov / (Var H + Var M + (mean
+        difference) ** 2)`` on the trimmed, unrounded scores), and the
+        report says so; the agreement rates and the confusion matrix are not
+        computed (NaN, no rows).
     prompt : str, default=None
         The task statement, for one prompt (use ``prompts`` with
         ``prompt_col``). Without it the prompt-based features (overlap and
@@ -325,6 +344,16 @@ def audit(
         for every thread of the process, so leave it False in a program that
         is not only the audit (a notebook, a server); the ``fairaes`` command
         sets it.
+    smd_method : {"pooled", "unpooled"}, default="unpooled"
+        The SD that divides the standardized mean difference of the
+        agreement table (machine minus human) and its acceptance flag
+        (\\|SMD\\| <= 0.15): ``"unpooled"``, the human scores' SD, which is
+        RSMTool's ``rsmeval`` default, so the table's ``smd`` equals RSMTool's;
+        ``"pooled"``, ``sqrt((sd_h ** 2 + sd_m ** 2) / 2)`` as in Williamson et
+        al. (2012), which earlier reports of this package showed. The report says
+        which it shows. (RSMTool's ``"johnson"`` and ``"williamson"`` divide
+        by population SDs, for subgroups: on the whole data they are these
+        two.) The paper's own formula stays in ``abs_smd_paper``.
     sections : sequence of str, default=None
         The ids of the report's sections to run and show (see
         ``sklearn_fairaes.report.analyses.section_ids()``: ``"agreement"``,
@@ -459,6 +488,7 @@ def audit(
         score_col=score_col,
         rater_cols=rater_cols,
         score_range=score_range,
+        score_step=score_step,
         prompt=prompt,
         prompt_col=prompt_col,
         prompts=prompts,
@@ -666,6 +696,7 @@ def _meta(
         "text_col": plan.text_col,
         "score_col": plan.score_col,
         "rater_cols": None if plan.rater_cols is None else list(plan.rater_cols),
+        "score_step": plan.score_step,
         "group_col": plan.group_col,
         "reference_col": plan.reference_col,
         "short_answer": plan.short_answer,

@@ -54,6 +54,9 @@ from ._inputs import (
     _scales,
     _texts,
     _Where,
+    check_on_step,
+    check_score_step,
+    check_step_scales,
     column,
     short,
 )
@@ -251,6 +254,7 @@ class Plan:
     paraphrases: list[str] | None = None
     reference_col: str | None = None
     references: list[list[str]] | None = None
+    score_step: float | str | None = None
 
     @property
     def short_answer(self) -> bool:
@@ -270,6 +274,7 @@ def plan_audit(
     rater_cols: str | Sequence[str] | None,
     score_range: Any,
     prompt: str | None,
+    score_step: float | str | None = None,
     prompt_col: str | None,
     prompts: Mapping[Any, str] | None,
     group_col: str | None,
@@ -288,6 +293,7 @@ def plan_audit(
     prompt, perturbations needing a prompt text) is checked with it.
     """
     settings.validate()
+    step = check_score_step(score_step)
     pd = require("pandas", purpose="the audit")
     if not isinstance(data, pd.DataFrame):
         raise AuditInputError(
@@ -313,10 +319,24 @@ def plan_audit(
         where,
         {p: (declared.get(p), "declared") for p in order},  # type: ignore[misc]
     )
-    if not short_answer:
+    if short_answer and step is not None:
+        raise AuditInputError(
+            "score_step is for essay scores; short answers are graded as fractions of "
+            "the question's points (score_range); leave score_step out"
+        )
+    if not short_answer and step is None:
         _check_integer_scale(human, f"score column {score_col!r}", where)
     scales = _scales(human, order, declared, score_col, where, short_answer)
-    raters, rater_names = _raters(data, rater_cols, where, short_answer, declared)
+    if isinstance(step, float):
+        check_step_scales(scales, step, where)
+        check_on_step(
+            human,
+            f"score column {score_col!r}",
+            where,
+            step,
+            {p: lo for p, ((lo, _), _) in scales.items()},
+        )
+    raters, rater_names = _raters(data, rater_cols, where, short_answer, declared, step)
     groups = None
     if group_col is not None:
         groups = _check_groups(
@@ -410,6 +430,7 @@ def plan_audit(
         paraphrases=para,
         reference_col=reference_col,
         references=references,
+        score_step=step,
     )
 
 
@@ -940,6 +961,7 @@ def _study(
         references=None if plan.references is None else [plan.references[i] for i in rows],
         short_answer=plan.short_answer,
         representations={r: rep for r, (rep, _) in represented.items()},
+        score_step=plan.score_step,
     )
 
     def scaled(s: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -492,6 +492,25 @@ UNCERTAINTY = OptionGroup(
     ),
 )
 
+#: How the agreement table measures the systems.
+AGREEMENT = OptionGroup(
+    "agreement",
+    (
+        Option(
+            "smd_method",
+            "unpooled",
+            (Options(("pooled", "unpooled")),),
+            help="the SD that divides the SMD of the agreement table and its "
+            "acceptance flag: 'unpooled', the human scores' SD (RSMTool rsmeval's "
+            "default), or 'pooled', the root mean of both variances (Williamson et al. "
+            "2012) (default: %(default)s)",
+            fix="pass smd_method='unpooled' (RSMTool's) or 'pooled' (Williamson et al.)",
+            choices=("pooled", "unpooled"),
+            setting="SMD denominator",
+        ),
+    ),
+)
+
 #: Which of the report's sections run and show.
 SECTIONS = OptionGroup(
     "sections",
@@ -542,6 +561,7 @@ GROUPS: tuple[OptionGroup, ...] = (
     COUNTERFACTUAL,
     REVIEW,
     UNCERTAINTY,
+    AGREEMENT,
     SECTIONS,
     CACHE,
 )

@@ -13,6 +13,7 @@ and prompt, and says how to fix it. The options themselves (``cv``,
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -157,30 +158,104 @@ def _numeric(
 
 
 def _check_integer_scale(values: NDArray[np.float64], what: str, where: _Where) -> None:
-    """Refuse non-integer scores before any work: QWK needs integer score points.
+    """Refuse non-integer scores before any work, unless a score step is declared.
 
     Half-point scales (e.g. ELLIPSE's 1.0-5.0 in steps of 0.5) are common; the
-    message names the factor that makes them integers.
+    message names the step that declares them.
     """
     frac = np.abs(values - np.round(values)) > 1e-9
     if not frac.any():
         return
     i = int(np.flatnonzero(frac)[0])
-    factor = next(
-        (k for k in (2, 3, 4, 5, 10, 100) if np.allclose(values * k, np.round(values * k))),
+    step = next(
+        (
+            1 / k
+            for k in (2, 3, 4, 5, 10, 100)
+            if np.allclose(values * k, np.round(values * k))
+        ),
         None,
     )
     fix = (
-        f"multiply the scores by {factor} (and divide the report's score units by "
-        f"{factor} when reading it)"
-        if factor is not None
-        else "round them to the reported score points"
+        f"declare the step between score points with score_step={step:g} "
+        f"(--score-step {step:g}), or score_step='continuous' for averaged scores"
+        if step is not None
+        else "declare score_step='continuous' (--score-step continuous), or round them "
+        "to the reported score points"
     )
     raise AuditInputError(
         f"{what} holds non-integer scores ({where.row(i)}: {value_text(values[i])}; "
-        f"{int(frac.sum())} such row(s)); agreement (QWK) is defined on integer score "
-        f"points: {fix}"
+        f"{int(frac.sum())} such row(s)); without a score step, agreement (QWK) is "
+        f"defined on integer score points: {fix}"
     )
+
+
+def check_score_step(score_step: object) -> float | str | None:
+    """``score_step`` as the audit uses it: None, ``"continuous"`` or a positive float."""
+    if score_step is None or score_step == "continuous":
+        return score_step  # type: ignore[return-value]
+    if isinstance(score_step, str):
+        try:
+            score_step = float(score_step.strip())
+        except ValueError:
+            raise AuditInputError(
+                f"score_step (--score-step) must be a positive number such as 0.5, or "
+                f"'continuous', got {short(score_step)}"
+            ) from None
+    if (
+        not isinstance(score_step, numbers.Real)
+        or isinstance(score_step, bool)
+        or not np.isfinite(score_step)
+        or score_step <= 0
+    ):
+        raise AuditInputError(
+            f"score_step (--score-step) must be a positive number such as 0.5, or "
+            f"'continuous', got {short(score_step)}"
+        )
+    return float(score_step)
+
+
+def _off_grid(values: NDArray[np.float64], low: float, step: float) -> NDArray[np.bool_]:
+    k = (values - low) / step
+    return np.abs(k - np.round(k)) > 1e-6
+
+
+def check_step_scales(
+    scales: Mapping[str, tuple[tuple[float, float], str]], step: float, where: _Where
+) -> None:
+    """Refuse a scale that the step does not divide into whole score points."""
+    for p, ((lo, hi), source) in scales.items():
+        n = (hi - lo) / step
+        if abs(n - round(n)) > 1e-6:
+            of = "" if where.prompt(p) is None else f" of prompt {p!r}"
+            kind = "declared" if source == "declared" else "inferred from the human scores"
+            raise AuditInputError(
+                f"score_step={step:g} does not divide the score scale{of} "
+                f"({value_text(lo)} to {value_text(hi)}, {kind}): (high - low) / step "
+                f"= {n:g} is not a whole number of steps; pass a step that divides it "
+                f"(e.g. 0.5 for a half-point scale) or correct score_range"
+            )
+
+
+def check_on_step(
+    values: NDArray[np.float64],
+    what: str,
+    where: _Where,
+    step: float,
+    lows: Mapping[str, float] | None,
+) -> None:
+    """Refuse a score off its prompt's grid ``low + k * step`` (own minimum without lows)."""
+    for p in _prompt_order(where.prompt_ids):
+        rows = np.flatnonzero(where.prompt_ids == p)
+        low = float(values[rows].min()) if lows is None else lows[p]
+        bad = _off_grid(values[rows], low, step)
+        if bad.any():
+            i = int(rows[np.flatnonzero(bad)[0]])
+            raise AuditInputError(
+                f"{what} holds a score off the grid of score_step={step:g} "
+                f"({where.row(i)}: {value_text(values[i])}; {int(bad.sum())} such "
+                f"row(s)); scores must be {value_text(low)} + k * {step:g}. Correct "
+                f"the score, pass the step the scores use, or score_step='continuous'"
+            )
 
 
 def _check_span(
@@ -428,6 +503,7 @@ def _raters(
     where: _Where,
     short_answer: bool,
     declared: Mapping[str, tuple[float, float]],
+    score_step: float | str | None = None,
 ) -> tuple[tuple[NDArray[np.float64], NDArray[np.float64]] | None, tuple[str, str] | None]:
     """The two raters' scores, each on the declared scale of its prompt.
 
@@ -457,7 +533,12 @@ def _raters(
     values = []
     for col in cols:
         v = _numeric(column(data, col, "rater"), col, "rater", where, scales)  # type: ignore[arg-type]
-        if not short_answer:
+        if short_answer or score_step == "continuous":
+            pass
+        elif isinstance(score_step, float):
+            # raters keep a scale of their own: the grid starts at their lowest score
+            check_on_step(v, f"rater column {col!r}", where, score_step, None)
+        else:
             _check_integer_scale(v, f"rater column {col!r}", where)
         # raters keep a scale of their own (a resolved score is often their
         # sum: ASAP's 2-24 from two 0-12 raters), held to the same limit

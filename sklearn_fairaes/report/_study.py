@@ -87,7 +87,9 @@ class Study:
     prompt column); ``rows`` the data rows (from 1, header not counted) of
     its essays in the user's table, for messages. ``human`` is the resolved
     human score; with ``short_answer`` true, ``human`` and every system's
-    scores are grades scaled to [0, 1] by ``score_range``.
+    scores are grades scaled to [0, 1] by ``score_range``. ``score_step``
+    is audit()'s: None for integer score points, a number for a grid of
+    ``low + k * score_step``, or ``"continuous"``.
     """
 
     prompt: str
@@ -106,6 +108,7 @@ class Study:
     paraphrase_source: str | None = None
     references: list[list[str]] | None = None
     short_answer: bool = False
+    score_step: float | str | None = None
     systems: dict[str, System] = field(default_factory=dict)
     spaces: dict[str, PairSpace] = field(default_factory=dict)
     features: NDArray[np.float64] | None = None

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 
 class _Agreement:
-    """The ``agreement`` and ``human_agreement`` tables of one study."""
+    """The ``agreement``, ``confusion`` and ``human_agreement`` tables of one study."""
 
     name = "agreement"
 
@@ -68,16 +68,78 @@ class _Agreement:
 
     def run(self, study: Study) -> AnalysisOutput:
         """The agreement of every system, and of the two raters when given."""
-        tables = {"agreement": agreement_table(study)}
+        replicates: dict[tuple[str, str, str, str], NDArray[np.float64]] = {}
+        tables = {
+            "agreement": agreement_table(study, replicates),
+            "confusion": confusion_table(study),
+        }
         if study.raters is not None and study.rater_cols is not None:
             tables["human_agreement"] = human_agreement_table(
-                study.raters, study.rater_cols
+                study.raters, study.rater_cols, study.score_step
             )
-        return AnalysisOutput(tables=tables)
+        return AnalysisOutput(tables=tables, replicates=replicates)
 
 
-def agreement_table(study: Study) -> DataFrame:
+def _rows(study: Study) -> list[tuple[str, str, str, Any]]:
+    """(representation, system, kind, scores) of every row of the agreement table."""
+    order = {r: k for k, r in enumerate(study.spaces)}
+    rows: list[tuple[str, str, str, Any]] = []
+    for system in study.systems.values():
+        for rname, scores in system.agreement_rows():
+            rows.append((rname, system.name, system.kind, scores))
+    # given and fitted systems first, then each representation's baselines
+    rows.sort(key=lambda r: -1 if r[0] == "" else order.get(r[0], len(order)))
+    return rows
+
+
+def _unit(study: Study) -> float:
+    """The width of one score point (1 unless a numeric ``score_step`` is declared)."""
+    return study.score_step if isinstance(study.score_step, float) else 1.0
+
+
+def score_points(study: Study, scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """System scores on the study's score points: trimmed, then rounded to the nearest step.
+
+    RSMTool's ``raw_trim_round`` generalised to a step: trimmed to
+    ``[low - 0.4998 * step, high + 0.4998 * step]``, then rounded half to
+    even in steps counted from ``low`` (with integer points, ``numpy.rint``
+    of the score itself, exactly as the QWK of the agreement table).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.report._study import Settings, Study
+    >>> from sklearn_fairaes.report.analyses._agreement import score_points
+    >>> study = Study(prompt="all", prompt_text=None, essays=["a"] * 3, ids=np.arange(3),
+    ...               rows=np.arange(1, 4), human=np.array([1.0, 1.5, 5.0]),
+    ...               score_range=(1, 5), score_range_source="declared",
+    ...               settings=Settings(), score_step=0.5)
+    >>> score_points(study, np.array([0.2, 1.6, 2.8, 9.0])).tolist()
+    [1.0, 1.5, 3.0, 5.0]
+    """
+    from ...metrics._agreement import TRIM_TOLERANCE
+
+    lo, hi = study.score_range
+    if not isinstance(study.score_step, float):
+        return np.rint(np.clip(scores, lo - TRIM_TOLERANCE, hi + TRIM_TOLERANCE))
+    step = study.score_step
+    k = np.clip((scores - lo) / step, -TRIM_TOLERANCE, (hi - lo) / step + TRIM_TOLERANCE)
+    return lo + step * np.rint(k)
+
+
+def _index(values: NDArray[np.float64], low: float, unit: float) -> NDArray[np.float64]:
+    """Scores as positions on a scale of equally spaced points (0 = ``low``)."""
+    return np.round((values - low) / unit, 9)
+
+
+def agreement_table(
+    study: Study,
+    replicates: dict[tuple[str, str, str, str], NDArray[np.float64]] | None = None,
+) -> DataFrame:
     """The ``agreement`` table of ``study`` (no ``prompt`` column); see the module docstring.
+
+    ``replicates``, when given, receives the bootstrap replicates of the
+    ``prmse`` column (two raters and ``n_bootstrap > 0``).
 
     Examples
     --------
@@ -96,31 +158,62 @@ def agreement_table(study: Study) -> DataFrame:
     ('engine', 'given', 0.6, 0)
     """
     from ...metrics import agreement_report, qwk, standardized_mean_difference
+    from ...metrics._agreement import TRIM_TOLERANCE
 
     pd = require("pandas", purpose="the audit")
     lo, hi = study.score_range
-    order = {r: k for k, r in enumerate(study.spaces)}
-    rows: list[tuple[str, str, str, Any]] = []
-    for system in study.systems.values():
-        for rname, scores in system.agreement_rows():
-            rows.append((rname, system.name, system.kind, scores))
-    # given and fitted systems first, then each representation's baselines
-    rows.sort(key=lambda r: -1 if r[0] == "" else order.get(r[0], len(order)))
-    preds = {str(k): r[3] for k, r in enumerate(rows)}
+    rows = _rows(study)
+    raw = {str(k): np.asarray(r[3], dtype=float) for k, r in enumerate(rows)}
     raters = study.raters
+    step = study.score_step
+    smd_method = getattr(study.settings, "smd_method", "unpooled")
+    continuous = step == "continuous"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
-        table = agreement_report(
-            study.human,
-            preds,
-            rater1=None if raters is None else raters[0],
-            rater2=None if raters is None else raters[1],
-            score_range=(lo, hi),
-        ).reset_index(drop=True)
-        trunc = [qwk(study.human, p, rounding="truncate") for p in preds.values()]
+        if continuous:
+            # RSMTool's continuous QWK of the trimmed, unrounded scores
+            trimmed = {
+                k: np.clip(p, lo - TRIM_TOLERANCE, hi + TRIM_TOLERANCE)
+                for k, p in raw.items()
+            }
+            table = agreement_report(
+                study.human,
+                trimmed,
+                rater1=None if raters is None else raters[0],
+                rater2=None if raters is None else raters[1],
+                rounding=None,
+                smd_method=smd_method,
+            ).reset_index(drop=True)
+            table.insert(
+                1,
+                "n_outside_scale",
+                [int(((p < lo) | (p > hi)).sum()) for p in raw.values()],
+            )
+            table["exact_agreement"] = np.nan
+            table["adjacent_agreement"] = np.nan
+            trunc = [np.nan] * len(raw)
+        else:
+            # one score point per step: positions 0..K, so a half point is a category
+            unit = _unit(study)
+            top = round((hi - lo) / unit)
+            rlow = None if raters is None else min(raters[0].min(), raters[1].min())
+            on_grid = isinstance(step, float)
+            table = agreement_report(
+                _index(study.human, lo, unit) if on_grid else study.human,
+                {k: (p - lo) / unit for k, p in raw.items()} if on_grid else raw,
+                rater1=None if raters is None else _index(raters[0], rlow, unit),
+                rater2=None if raters is None else _index(raters[1], rlow, unit),
+                score_range=(0, top) if on_grid else (lo, hi),
+                smd_method=smd_method,
+            ).reset_index(drop=True)
+            trunc = [
+                qwk(_index(study.human, lo, unit), (p - lo) / unit, rounding="truncate")
+                if on_grid
+                else qwk(study.human, p, rounding="truncate")
+                for p in raw.values()
+            ]
         paper_smd = [
-            abs(standardized_mean_difference(study.human, p, ddof=0))
-            for p in preds.values()
+            abs(standardized_mean_difference(study.human, p, ddof=0)) for p in raw.values()
         ]
     table.insert(0, "representation", [r[0] for r in rows])
     table.insert(1, "system", [r[1] for r in rows])
@@ -132,27 +225,132 @@ def agreement_table(study: Study) -> DataFrame:
         table.insert(at - 1, "human_human_qwk", np.nan)
         table.insert(at, "degradation", np.nan)
         table.insert(table.columns.get_loc("qwk_ok") + 1, "degradation_ok", False)
+    prmse_cols = _prmse_columns(study, rows, raw, replicates)
+    at = table.columns.get_loc("pearson_r") + 1
+    for offset, (name, values) in enumerate(prmse_cols.items()):
+        table.insert(at + offset, name, values)
     return pd.DataFrame(table)
 
 
+def rater_matrix(study: Study) -> NDArray[np.float64] | None:
+    """The raters' scores as an (n, 2) matrix on the human score's scale, or None.
+
+    PRMSE compares a system with the mean of the ratings, so the ratings
+    must be on the scale the system predicts: when the human score is the
+    raters' sum (ASAP's 2-24 from two 0-12 raters) each rating is doubled;
+    otherwise (a mean, or a rater's score) they are used as given.
+    """
+    if study.raters is None:
+        return None
+    r1, r2 = study.raters
+    factor = 2.0 if np.allclose(study.human, r1 + r2) else 1.0
+    return np.column_stack([r1, r2]) * factor
+
+
+def _prmse_columns(
+    study: Study,
+    rows: Sequence[tuple[str, str, str, Any]],
+    raw: Mapping[str, NDArray[np.float64]],
+    replicates: dict[tuple[str, str, str, str], NDArray[np.float64]] | None,
+) -> dict[str, list[float]]:
+    """``prmse`` (with its interval) of every row, NaN without two raters."""
+    from ...metrics import prmse
+    from ...metrics._agreement import TRIM_TOLERANCE
+    from ...metrics._bootstrap import bootstrap_interval
+
+    ratings = rater_matrix(study)
+    n_rows = len(rows)
+    nan = [float("nan")] * n_rows
+    if ratings is None:
+        return {"prmse": nan, "prmse_ci_low": nan, "prmse_ci_high": nan}
+    lo, hi = study.score_range
+    weights = study.bootstrap_weights()
+    values, low, high = [], [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        for row, pred in zip(rows, raw.values()):
+            # the continuous (trimmed, unrounded) scores, as RSMTool evaluates them
+            pred = np.clip(pred, lo - TRIM_TOLERANCE, hi + TRIM_TOLERANCE)
+            values.append(prmse(ratings, pred))
+            if weights is None:
+                low.append(float("nan"))
+                high.append(float("nan"))
+                continue
+            reps = np.array([prmse(ratings, pred, sample_weight=w) for w in weights])
+            a, b = bootstrap_interval(reps, study.settings.confidence_level)
+            low.append(a)
+            high.append(b)
+            if replicates is not None:
+                replicates[("agreement", row[0], row[1], "prmse")] = reps
+    return {"prmse": values, "prmse_ci_low": low, "prmse_ci_high": high}
+
+
+def confusion_table(study: Study) -> DataFrame:
+    """Counts of (human score, system score) on the score points, per system.
+
+    One row per representation, system and pair of score points that
+    occurs (pairs never seen are left out, count 0); system scores are
+    trimmed and rounded as for QWK (:func:`score_points`). Empty with
+    ``score_step="continuous"``, where there are no score points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.report._study import Settings, Study, System
+    >>> from sklearn_fairaes.report.analyses._agreement import confusion_table
+    >>> study = Study(prompt="all", prompt_text=None, essays=["a"] * 4, ids=np.arange(4),
+    ...               rows=np.arange(1, 5), human=np.array([1.0, 1, 2, 3]),
+    ...               score_range=(1, 3), score_range_source="declared",
+    ...               settings=Settings())
+    >>> study.systems["e"] = System("e", "given", {None: np.array([1.2, 1.4, 2.6, 3.0])})
+    >>> table = confusion_table(study)
+    >>> [(r.human_score, r.system_score, r.count) for r in table.itertuples()]
+    [(1.0, 1.0, 2), (2.0, 3.0, 1), (3.0, 3.0, 1)]
+    """
+    pd = require("pandas", purpose="the audit")
+    columns = ["representation", "system", "human_score", "system_score", "count"]
+    if study.score_step == "continuous":
+        return pd.DataFrame(columns=columns)
+    out = []
+    for rname, sname, _, scores in _rows(study):
+        pts = score_points(study, np.asarray(scores, dtype=float))
+        frame = pd.DataFrame({"human_score": study.human, "system_score": pts})
+        counts = frame.groupby(["human_score", "system_score"]).size()
+        for (h, m), c in counts.items():
+            out.append((rname, sname, float(h), float(m), int(c)))
+    return pd.DataFrame(out, columns=columns)
+
+
 def human_agreement_table(
-    raters: tuple[NDArray[np.float64], NDArray[np.float64]], rater_cols: tuple[str, str]
+    raters: tuple[NDArray[np.float64], NDArray[np.float64]],
+    rater_cols: tuple[str, str],
+    score_step: float | str | None = None,
 ) -> DataFrame:
-    """Agreement of the two raters, on the scale their scores span."""
+    """Agreement of the two raters, on the scale their scores span (in ``score_step`` steps)."""
     from ...metrics import agreement_rate, qwk
 
     pd = require("pandas", purpose="the audit")
     r1, r2 = raters
-    scale = np.arange(min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1)
+    if score_step == "continuous":
+        kappa = qwk(r1, r2, rounding=None)
+        exact = adjacent = float("nan")
+    else:
+        unit = score_step if isinstance(score_step, float) else 1.0
+        low = min(r1.min(), r2.min())
+        r1, r2 = _index(r1, low, unit), _index(r2, low, unit)
+        scale = np.arange(0, max(r1.max(), r2.max()) + 1)
+        kappa = qwk(r1, r2, labels=scale)
+        exact = agreement_rate(r1, r2, labels=scale)
+        adjacent = agreement_rate(r1, r2, tolerance=1, labels=scale)
     return pd.DataFrame(
         [
             {
                 "rater1": rater_cols[0],
                 "rater2": rater_cols[1],
                 "n": len(r1),
-                "qwk": qwk(r1, r2, labels=scale),
-                "exact_agreement": agreement_rate(r1, r2, labels=scale),
-                "adjacent_agreement": agreement_rate(r1, r2, tolerance=1, labels=scale),
+                "qwk": kappa,
+                "exact_agreement": exact,
+                "adjacent_agreement": adjacent,
             }
         ]
     )
@@ -168,7 +366,13 @@ def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
     """The agreement tables as the template shows them, with the thresholds each row meets."""
-    out: dict[str, Any] = {"scale": _scale_text(meta, prompt), "main": None}
+    out: dict[str, Any] = {
+        "scale": _scale_text(meta, prompt),
+        "main": None,
+        "measures": _measures(meta),
+        "continuous": meta.get("score_step") == "continuous",
+        "confusion": _confusion_views(tables),
+    }
     if not _present(tables, "agreement"):
         return out
     table = tables["agreement"]
@@ -227,6 +431,10 @@ def view(
         flags=flags,
     )
     out["with_raters"] = with_raters
+    with_prmse = "prmse" in table.columns and not all(
+        _missing(r.get("prmse")) for r in records
+    )
+    out["with_prmse"] = with_prmse
     out["n_outside"] = int(sum(outside)) if with_outside else 0
     out["further"] = _table(
         [
@@ -235,8 +443,9 @@ def view(
             "QWK, truncated predictions (paper's code)",
             "|SMD|, paper's formula",
             "Exact agreement",
-            "Adjacent agreement (±1)",
+            "Adjacent agreement (±1 point)",
             "Pearson r",
+            *(["PRMSE", "PRMSE CI"] if with_prmse else []),
         ],
         [
             [
@@ -247,6 +456,14 @@ def view(
                 _num(r["exact_agreement"]),
                 _num(r["adjacent_agreement"]),
                 _num(r["pearson_r"]),
+                *(
+                    [
+                        _num(r.get("prmse")),
+                        _interval(r.get("prmse_ci_low"), r.get("prmse_ci_high")),
+                    ]
+                    if with_prmse
+                    else []
+                ),
             ]
             for r in records
         ],
@@ -283,6 +500,70 @@ def view(
             caption="Agreement between the two human raters",
         )
     return out
+
+
+def _interval(low: Any, high: Any) -> str:
+    """``[low, high]`` for a table cell, or the n/a mark."""
+    if _missing(low) or _missing(high):
+        return _NA
+    return f"[{_num(low)}, {_num(high)}]"
+
+
+def _measures(meta: Mapping[str, Any]) -> dict[str, str]:
+    """Which QWK and which SMD the table shows, in words, from the audit's settings."""
+    step = meta.get("score_step")
+    if step == "continuous":
+        qwk_text = (
+            "continuous QWK (RSMTool's, Haberman 2019) of the trimmed, unrounded scores: "
+            "the human scores are not on score points"
+        )
+    elif isinstance(step, (int, float)):
+        qwk_text = (
+            f"QWK with every step of {step:g} as one score point; system scores trimmed "
+            f"and rounded to the nearest step"
+        )
+    else:
+        qwk_text = "QWK on integer score points; system scores trimmed and rounded"
+    method = meta.get("smd_method", "unpooled")
+    smd_text = {
+        "unpooled": "SMD divided by the human scores' SD (smd_method='unpooled', "
+        "RSMTool rsmeval's default)",
+        "pooled": "SMD divided by the pooled SD, sqrt((SD_human² + SD_machine²) / 2) "
+        "(smd_method='pooled', Williamson et al. 2012)",
+    }.get(str(method), f"SMD with smd_method={method!r}")
+    return {"qwk": qwk_text, "smd": smd_text}
+
+
+def _confusion_views(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]:
+    """One compact matrix (human scores down, system scores across) per row of systems."""
+    if not _present(tables, "confusion"):
+        return []
+    table = tables["confusion"]
+    _check_table(
+        table,
+        "confusion",
+        ["representation", "system", "human_score", "system_score", "count"],
+    )
+    views = []
+    for (rname, sname), part in table.groupby(["representation", "system"], sort=False):
+        points = sorted(set(part["human_score"]) | set(part["system_score"]))
+        counts = {
+            (float(h), float(m)): int(c)
+            for h, m, c in zip(part["human_score"], part["system_score"], part["count"])
+        }
+        views.append(
+            {
+                "label": f"{_mod(sname)}" + (f", {_rep(rname)}" if rname else ""),
+                "table": _table(
+                    ["Human ↓ / system →", *[_num(p) for p in points]],
+                    [
+                        [_num(h), *[_num(counts.get((h, m), 0)) for m in points]]
+                        for h in points
+                    ],
+                ),
+            }
+        )
+    return views
 
 
 # --------------------------------------------------------------------------- pooling
@@ -347,11 +628,15 @@ SECTION = Section(
             "exact_agreement",
             "adjacent_agreement",
             "pearson_r",
+            "prmse",
+            "prmse_ci_low",
+            "prmse_ci_high",
             "qwk_ok",
             "degradation_ok",
             "smd_ok",
             "acceptable",
         ),
+        "confusion": ("representation", "system", "human_score", "system_score", "count"),
         "human_agreement": (
             "rater1",
             "rater2",
