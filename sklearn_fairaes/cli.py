@@ -627,6 +627,8 @@ def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, A
     return {
         "systems": systems,
         "score_range": score_range,
+        # the text as typed: audit() checks it (a number or "continuous")
+        "score_step": args.score_step,
         "prompt_col": args.prompt_col,
         "prompts": prompts,
         "reference_col": args.reference_col,
@@ -913,6 +915,16 @@ def build_parser() -> argparse.ArgumentParser:
         "are inferred). Used for QWK, agreement rates and the figures; a human or "
         "system score outside it is refused, a model's is trimmed and counted "
         "(default: inferred from the human scores, and the report says so)",
+    )
+    p_audit.add_argument(
+        "--score-step",
+        default=None,
+        metavar="STEP|continuous",
+        help="the step between the human score points, e.g. 0.5 for a 1-5 scale in "
+        "half points: each step is one score point of QWK, agreement rates and the "
+        "confusion matrix, and a score off the grid low + k*STEP is refused; "
+        "'continuous' for averaged scores (RSMTool's continuous QWK). Default: "
+        "integer score points",
     )
     p_audit.add_argument(
         "--prompt-col",

@@ -19,6 +19,7 @@ from sklearn_fairaes.metrics import (
     agreement_report,
     difference_of_standardized_means,
     mean_qwk,
+    prmse,
     qwk,
     qwk_degradation,
     standardized_mean_difference,
@@ -960,3 +961,67 @@ def test_score_range_bad_input(kwargs, exc, match):
             func([1, 2, 3], [1, 2, 3], **kwargs)
     with pytest.raises(exc, match=match):
         agreement_report([1, 2, 3], {"m": [1, 2, 3]}, **kwargs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_unpooled_smd_is_rsmtools_default(case):
+    # RSMTool's standardized_mean_difference without a method (rsmeval's default)
+    ours = standardized_mean_difference(case["y_true"], case["y_pred"], method="unpooled")
+    _close(ours, case["rsmtool"]["smd_default"])
+
+
+def test_prmse_matches_rsmtool():
+    (case,) = [c for c in CASES if "rater1" in c]
+    ref = case["rsmtool"]
+    ratings = np.column_stack([case["rater1"], case["rater2"]])
+    y_pred = np.asarray(case["y_pred"])
+    _close(prmse(2 * ratings, y_pred), ref["prmse_resolved"])
+    _close(prmse(ratings, y_pred / 2), ref["prmse_rater_scale"])
+    missing = ratings.copy()
+    missing[::5, 1] = np.nan
+    _close(prmse(missing, y_pred / 2), ref["prmse_missing"])
+    # the rater error variance given instead of estimated gives the same value
+    _close(
+        prmse(ratings, y_pred / 2, rater_error_variance=ref["variance_of_errors"]),
+        ref["prmse_rater_scale"],
+    )
+
+
+def test_prmse_of_two_full_raters_by_hand():
+    # two ratings per essay: V_e = mean((r1 - r2) ** 2) / 2, the true-score variance
+    # is the variance of the rating means less V_e / 2, MSE_true the mean squared
+    # error to the rating mean less V_e / 2 (Loukina et al. 2020, eq. 3-6)
+    r1 = np.array([1.0, 2, 3, 4, 5, 2, 3, 1])
+    r2 = np.array([2.0, 2, 4, 4, 4, 3, 2, 1])
+    pred = np.array([2.0, 2.5, 3.0, 3.6, 4.0, 2.8, 3.1, 1.9])
+    n = len(r1)
+    v_e = np.mean((r1 - r2) ** 2) / 2
+    h = (r1 + r2) / 2
+    v_true = (2 * np.sum((h - h.mean()) ** 2) - (n - 1) * v_e) / (2 * n - 2)
+    mse = (2 * np.sum((h - pred) ** 2) - n * v_e) / (2 * n)
+    assert prmse(np.column_stack([r1, r2]), pred) == pytest.approx(1 - mse / v_true)
+
+
+def test_prmse_weights_are_repeated_essays():
+    rng = np.random.default_rng(3)
+    ratings = rng.integers(1, 6, size=(30, 2)).astype(float)
+    ratings[::7, 1] = np.nan
+    pred = ratings[:, 0] + rng.normal(0, 0.5, 30)
+    w = rng.integers(0, 4, 30)
+    expected = prmse(np.repeat(ratings, w, axis=0), np.repeat(pred, w))
+    assert prmse(ratings, pred, sample_weight=w) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("y_true", "y_pred", "kwargs", "match"),
+    [
+        ([1.0, 2, 3], [1.0, 2, 3], {}, r"rater matrix of shape \(n_samples, n_raters\)"),
+        ([[1.0], [2], [3]], [1.0, 2, 3], {}, "give at least some essays two ratings"),
+        ([[1.0, 2], [np.nan, np.nan], [3, 3]], [1.0, 2, 3], {}, "no rating at all in row 1"),
+        ([[1.0, 2], [2, 2]], [1.0, 2, 3], {}, "y_true has 2 rows but y_pred 3 scores"),
+        ([[1.0, 2], [2, 2]], [1.0, 2], {"rater_error_variance": -1}, "finite number >= 0"),
+    ],
+)
+def test_prmse_bad_input(y_true, y_pred, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        prmse(y_true, y_pred, **kwargs)

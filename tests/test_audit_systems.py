@@ -75,7 +75,10 @@ def test_given_scores_audit_equals_the_metric_functions(demo, given_result):
     )
     assert row["qwk"] == pytest.approx(sf.qwk(y, engine, labels=scale))
     assert row["n_outside_scale"] == 0
-    assert row["smd"] == pytest.approx(sf.standardized_mean_difference(y, engine))
+    # the audit's SMD is RSMTool rsmeval's default (smd_method="unpooled": the human SD)
+    assert row["smd"] == pytest.approx(
+        sf.standardized_mean_difference(y, engine, method="unpooled")
+    )
     assert row["exact_agreement"] == pytest.approx(np.mean(y == engine))
     assert row["adjacent_agreement"] == pytest.approx(np.mean(np.abs(y - engine) <= 1))
     # the predictions table holds the given columns as they are

@@ -306,6 +306,38 @@ def degradation_values(case):
     }
 
 
+def smd_default_values(case):
+    """RSMTool's SMD with no method given: rsmeval's default (the human SD, ddof 1)."""
+    from rsmtool.utils.metrics import standardized_mean_difference
+
+    y_true, y_pred = np.array(case["y_true"]), np.array(case["y_pred"])
+    return {"smd_default": float(standardized_mean_difference(y_true, y_pred))}
+
+
+def prmse_values(case):
+    """RSMTool's PRMSE (rsmtool.utils.prmse) for the case with two raters.
+
+    On the resolved score (the raters' sum, each rating doubled, as the audit
+    does), on the raters' scale (half the prediction), and with every fifth
+    essay's second rating missing.
+    """
+    from rsmtool.utils.prmse import prmse_true, true_score_variance, variance_of_errors
+
+    if "rater1" not in case:
+        return {}
+    ratings = np.column_stack([case["rater1"], case["rater2"]])
+    y_pred = np.array(case["y_pred"])
+    missing = ratings.copy()
+    missing[::5, 1] = np.nan
+    return {
+        "prmse_resolved": float(prmse_true(y_pred, 2 * ratings)),
+        "prmse_rater_scale": float(prmse_true(y_pred / 2, ratings)),
+        "prmse_missing": float(prmse_true(y_pred / 2, missing)),
+        "variance_of_errors": float(variance_of_errors(ratings)),
+        "true_score_variance": float(true_score_variance(ratings)),
+    }
+
+
 FAMILIES = (
     qwk_values,
     smd_values,
@@ -313,6 +345,8 @@ FAMILIES = (
     agreement_values,
     metrics_helper_values,
     degradation_values,
+    smd_default_values,
+    prmse_values,
 )
 
 
