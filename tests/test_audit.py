@@ -147,16 +147,16 @@ def test_without_prompt_the_prompt_features_are_left_out(demo):
             r"id column 'essay_id' has duplicate ids \(data rows \[1, 2\]",
         ),
         (
-            # a half-point scale: refused up front, with the factor that fixes it
+            # a half-point scale without a step: refused up front, naming the step
             lambda d: d.assign(
                 score=[d["score"].iloc[0] + 0.5] + list(d["score"].iloc[1:])
             ),
-            r"score column 'score' holds non-integer scores \(data row 1: .*multiply the "
-            r"scores by 2",
+            r"score column 'score' holds non-integer scores \(data row 1: .*"
+            r"score_step=0.5 \(--score-step 0.5\)",
         ),
         (
             lambda d: d.assign(rater1=d["rater1"] / 3.0),
-            r"rater column 'rater1' holds non-integer scores .*multiply the scores by 3",
+            r"rater column 'rater1' holds non-integer scores .*score_step=0.333333",
         ),
     ],
 )

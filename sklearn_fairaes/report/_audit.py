@@ -716,6 +716,7 @@ def _meta(
         "random_state": plan.settings.random_state,
         "n_bootstrap": plan.settings.n_bootstrap,
         "confidence_level": plan.settings.confidence_level,
+        "smd_method": plan.settings.smd_method,
         # the essays each prompt resampled: two audits pair where these agree
         "ids_digest": {s.prompt: ids_digest(s.ids) for s in studies},
         "features": list(first.feature_names),

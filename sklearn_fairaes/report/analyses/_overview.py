@@ -127,6 +127,25 @@ def view(
             if meta.get("n_bootstrap") and meta.get("confidence_level") is not None
             else Cell("no intervals"),
         ),
+        (
+            setting_label("smd_method"),
+            Cell(
+                {
+                    "unpooled": "human scores' SD (unpooled; RSMTool rsmeval's default)",
+                    "pooled": "pooled SD of human and machine scores (Williamson et al.)",
+                }.get(str(meta.get("smd_method")), str(meta.get("smd_method")))
+            ),
+        ),
+        (
+            "Score step",
+            Cell(
+                "integer score points"
+                if meta.get("score_step") is None
+                else "continuous (continuous QWK)"
+                if meta.get("score_step") == "continuous"
+                else f"{float(meta['score_step']):g} (one score point per step)"
+            ),
+        ),
         ("Paraphrases", Cell(str(meta.get("paraphrase_source") or "none"))),
         (setting_label("sbert_model"), Cell(str(meta.get("sbert_model") or "not used"))),
     ]
