@@ -1017,7 +1017,12 @@ def test_prmse_weights_are_repeated_essays():
     [
         ([1.0, 2, 3], [1.0, 2, 3], {}, r"rater matrix of shape \(n_samples, n_raters\)"),
         ([[1.0], [2], [3]], [1.0, 2, 3], {}, "give at least some essays two ratings"),
-        ([[1.0, 2], [np.nan, np.nan], [3, 3]], [1.0, 2, 3], {}, "no rating at all in row 1"),
+        (
+            [[1.0, 2], [np.nan, np.nan], [3, 3]],
+            [1.0, 2, 3],
+            {},
+            "no rating at all in row 1",
+        ),
         ([[1.0, 2], [2, 2]], [1.0, 2, 3], {}, "y_true has 2 rows but y_pred 3 scores"),
         ([[1.0, 2], [2, 2]], [1.0, 2], {"rater_error_variance": -1}, "finite number >= 0"),
     ],

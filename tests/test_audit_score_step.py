@@ -78,7 +78,9 @@ def test_continuous_scores_use_rsmtools_continuous_qwk(ellipse):
     h = ellipse["Overall"].to_numpy()
     m = np.clip(ellipse["engine"].to_numpy(), 1 - 0.4998, 5 + 0.4998)
     # Haberman's formula with population moments, as RSMTool's quadratic_weighted_kappa
-    kappa = 2 * np.cov(h, m, ddof=0)[0, 1] / (h.var() + m.var() + (h.mean() - m.mean()) ** 2)
+    kappa = (
+        2 * np.cov(h, m, ddof=0)[0, 1] / (h.var() + m.var() + (h.mean() - m.mean()) ** 2)
+    )
     assert row["qwk"] == pytest.approx(kappa, abs=1e-12)
     assert np.isnan(row["exact_agreement"]) and np.isnan(row["qwk_truncated"])
     assert result.tables["confusion"].empty
@@ -99,7 +101,9 @@ def test_hand_worked_half_point_qwk():
     m = np.array([0, 1, 2, 2, 4, 3.0])
     observed = np.sum((h - m) ** 2) / 6  # 2/6
     expected = np.mean((h[:, None] - m[None, :]) ** 2)
-    assert result.tables["agreement"].iloc[0]["qwk"] == pytest.approx(1 - observed / expected)
+    assert result.tables["agreement"].iloc[0]["qwk"] == pytest.approx(
+        1 - observed / expected
+    )
     assert observed == pytest.approx(2 / 6)
 
 
@@ -159,7 +163,9 @@ def test_prmse_column_with_two_raters_on_the_resolved_scale(demo):
         (None, {}, r"score column 'Overall' holds non-integer scores .*score_step=0.5"),
     ],
 )  # fmt: skip
-def test_bad_score_step_is_refused_before_any_work(ellipse, monkeypatch, change, kwargs, match):
+def test_bad_score_step_is_refused_before_any_work(
+    ellipse, monkeypatch, change, kwargs, match
+):
     from sklearn_fairaes.report import _audit as audit_module
 
     def no_work(*args, **kw):

@@ -312,6 +312,16 @@ def audit(
         0 computes no intervals.
     confidence_level : float, default=0.95
         Coverage of the intervals (percentile intervals of the replicates).
+    smd_method : {"pooled", "unpooled"}, default="unpooled"
+        The SD that divides the standardized mean difference of the
+        agreement table (machine minus human) and its acceptance flag
+        (\\|SMD\\| <= 0.15): ``"unpooled"``, the human scores' SD, which is
+        RSMTool's ``rsmeval`` default, so the table's ``smd`` equals RSMTool's;
+        ``"pooled"``, ``sqrt((sd_h ** 2 + sd_m ** 2) / 2)`` as in Williamson et
+        al. (2012), which earlier reports of this package showed. The report says
+        which it shows. (RSMTool's ``"johnson"`` and ``"williamson"`` divide
+        by population SDs, for subgroups: on the whole data they are these
+        two.) The paper's own formula stays in ``abs_smd_paper``.
     cache : bool, str, path or EmbeddingCache, default=True
         Embedding cache of every encoder the audit makes (the ``"sbert"`` and
         ``"laser"`` representations, the ``prompt_similarity_sbert`` feature;
@@ -344,16 +354,6 @@ def audit(
         for every thread of the process, so leave it False in a program that
         is not only the audit (a notebook, a server); the ``fairaes`` command
         sets it.
-    smd_method : {"pooled", "unpooled"}, default="unpooled"
-        The SD that divides the standardized mean difference of the
-        agreement table (machine minus human) and its acceptance flag
-        (\\|SMD\\| <= 0.15): ``"unpooled"``, the human scores' SD, which is
-        RSMTool's ``rsmeval`` default, so the table's ``smd`` equals RSMTool's;
-        ``"pooled"``, ``sqrt((sd_h ** 2 + sd_m ** 2) / 2)`` as in Williamson et
-        al. (2012), which earlier reports of this package showed. The report says
-        which it shows. (RSMTool's ``"johnson"`` and ``"williamson"`` divide
-        by population SDs, for subgroups: on the whole data they are these
-        two.) The paper's own formula stays in ``abs_smd_paper``.
     sections : sequence of str, default=None
         The ids of the report's sections to run and show (see
         ``sklearn_fairaes.report.analyses.section_ids()``: ``"agreement"``,

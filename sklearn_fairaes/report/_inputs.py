@@ -192,7 +192,7 @@ def _check_integer_scale(values: NDArray[np.float64], what: str, where: _Where) 
 def check_score_step(score_step: object) -> float | str | None:
     """``score_step`` as the audit uses it: None, ``"continuous"`` or a positive float."""
     if score_step is None or score_step == "continuous":
-        return score_step  # type: ignore[return-value]
+        return score_step
     if isinstance(score_step, str):
         try:
             score_step = float(score_step.strip())
@@ -204,8 +204,8 @@ def check_score_step(score_step: object) -> float | str | None:
     if (
         not isinstance(score_step, numbers.Real)
         or isinstance(score_step, bool)
-        or not np.isfinite(score_step)
-        or score_step <= 0
+        or not np.isfinite(float(score_step))
+        or float(score_step) <= 0
     ):
         raise AuditInputError(
             f"score_step (--score-step) must be a positive number such as 0.5, or "

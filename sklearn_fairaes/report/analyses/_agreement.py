@@ -166,7 +166,7 @@ def agreement_table(
     raw = {str(k): np.asarray(r[3], dtype=float) for k, r in enumerate(rows)}
     raters = study.raters
     step = study.score_step
-    smd_method = getattr(study.settings, "smd_method", "unpooled")
+    smd_method: Any = getattr(study.settings, "smd_method", "unpooled")
     continuous = step == "continuous"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
@@ -196,7 +196,7 @@ def agreement_table(
             # one score point per step: positions 0..K, so a half point is a category
             unit = _unit(study)
             top = round((hi - lo) / unit)
-            rlow = None if raters is None else min(raters[0].min(), raters[1].min())
+            rlow = 0.0 if raters is None else float(min(raters[0].min(), raters[1].min()))
             on_grid = isinstance(step, float)
             table = agreement_report(
                 _index(study.human, lo, unit) if on_grid else study.human,
@@ -502,7 +502,7 @@ def view(
     return out
 
 
-def _interval(low: Any, high: Any) -> str:
+def _interval(low: Any, high: Any) -> Any:
     """``[low, high]`` for a table cell, or the n/a mark."""
     if _missing(low) or _missing(high):
         return _NA
