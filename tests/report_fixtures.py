@@ -380,6 +380,9 @@ def _prompt_tables(
                 "exact_agreement": float(rng.uniform(0.2, 0.4)),
                 "adjacent_agreement": float(rng.uniform(0.5, 0.8)),
                 "pearson_r": float(rng.uniform(0.6, 0.85)),
+                "prmse": float(rng.uniform(0.6, 0.8)) if raters else np.nan,
+                "prmse_ci_low": np.nan,
+                "prmse_ci_high": np.nan,
                 "qwk_ok": qwk >= 0.70,
                 "degradation_ok": bool(raters and degradation <= 0.10),
                 "smd_ok": abs(smd) <= 0.15,
@@ -389,6 +392,11 @@ def _prompt_tables(
             rows[-1]["qwk_ok"] and rows[-1]["degradation_ok"] and rows[-1]["smd_ok"]
         )
     tables["agreement"] = pd.DataFrame(rows)
+    tables["confusion"] = pd.DataFrame(
+        [(r, m, float(h), float(h + d), 3) for r, m, _ in agreement_rows
+         for h in range(2, 5) for d in (-1, 0, 1)],
+        columns=["representation", "system", "human_score", "system_score", "count"],
+    )  # fmt: skip
     if raters:
         tables["human_agreement"] = pd.DataFrame(
             [
