@@ -345,11 +345,17 @@ def _abs_interval(low: float, high: float) -> tuple[float, float]:
 def _tables_with_systems(result: AuditResult) -> list[tuple[str, DataFrame]]:
     names = [t for t in COMPARED_TABLES if t in result.tables]
     names += sorted(t for t in result.tables if t not in COMPARED_TABLES)
-    return [
-        (n, result.tables[n])
-        for n in names
-        if result.tables[n] is not None and "system" in result.tables[n].columns
-    ]
+    out = []
+    for n in names:
+        frame = result.tables[n]
+        if frame is None or "system" not in frame.columns:
+            continue
+        keys = [k for k in ("prompt", "representation", "system") if k in frame.columns]
+        # a table of figures has one row per prompt, representation and system;
+        # lists of essays or pairs (review_list, score_distance) are not figures
+        if not frame.duplicated(keys).any():
+            out.append((n, frame))
+    return out
 
 
 def _locate(result: AuditResult, req: Requirement) -> tuple[str, DataFrame, str]:
