@@ -42,8 +42,10 @@ def _ours(path: Path, kind: str) -> bool:
         data = json.loads(text)
     except ValueError:
         return False
-    return isinstance(data, dict) and data.get("tool") == "sklearn_fairaes" and (
-        data.get("kind") == "verdict"
+    return (
+        isinstance(data, dict)
+        and data.get("tool") == "sklearn_fairaes"
+        and (data.get("kind") == "verdict")
     )
 
 
@@ -123,7 +125,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         else _check_target(args.verdict or "verdict.json", "--verdict", "verdict", report)
     )
     junit_path = (
-        None if args.junit is None else _check_target(args.junit, "--junit", "junit", report)
+        None
+        if args.junit is None
+        else _check_target(args.junit, "--junit", "junit", report)
     )
     try:
         result = AuditResult.load(report)
@@ -140,7 +144,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"({len(texts)} requirement(s), {len(verdict.results)} row(s))"
     )
     if verdict_path is not None:
-        _write(verdict_path, json.dumps(verdict.to_dict(), indent=1, allow_nan=False) + "\n")
+        _write(
+            verdict_path, json.dumps(verdict.to_dict(), indent=1, allow_nan=False) + "\n"
+        )
     if junit_path is not None:
         _write(junit_path, verdict.to_junit_xml())
     return EXIT_OK if ok else EXIT_FAILED
@@ -152,11 +158,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .report._output import OutputError
 
     if len(args.reports) < 2:
-        raise BadInput(f"give two or more report folders to compare, got {len(args.reports)}")
+        raise BadInput(
+            f"give two or more report folders to compare, got {len(args.reports)}"
+        )
     names: list[str] | None
     if args.names is not None:
         names = [n.strip() for n in args.names.split(",")]
-        if len(names) != len(args.reports) or len(set(names)) != len(names) or not all(names):
+        if (
+            len(names) != len(args.reports)
+            or len(set(names)) != len(names)
+            or not all(names)
+        ):
             raise BadInput(
                 f"--names {args.names}: give one unique name per report "
                 f"({len(args.reports)} reports), e.g. --names v3,v4"
