@@ -25,6 +25,8 @@ ALLOWED_DATA = {
     "sklearn_fairaes/datasets/data/demo_essays.jsonl",
     "sklearn_fairaes/datasets/data/demo_prompt.txt",
     "sklearn_fairaes/datasets/data/demo_rubric.md",
+    # fairaes check --policy williamson2012 (thresholds we wrote down as TOML)
+    "sklearn_fairaes/report/policies/williamson2012.toml",
 }
 # The report's Jinja2 templates and style sheet (ours): any such file under this
 # folder, so that a new analysis's template needs no entry here. Their text is
@@ -97,7 +99,7 @@ def check_wheel(path: Path) -> None:
         text = "\n".join(
             " ".join(wheel.read(n).decode("utf-8", errors="replace").split())
             for n in package
-            if n.endswith((".py", ".md", ".txt", ".jsonl", ".j2", ".css"))
+            if n.endswith((".py", ".md", ".txt", ".jsonl", ".j2", ".css", ".toml"))
         )
     copied = [opening for opening in third_party_openings() if opening in text]
     if copied:

@@ -46,7 +46,7 @@ from .metrics import (
 from .model_selection import FairGridSearchCV, FairRandomizedSearchCV, fair_refit
 from .paraphrase import WordNetParaphraser
 from .perturb import PERTURBATION_NAMES, perturbation_audit
-from .report import AuditResult, audit
+from .report import AuditResult, ComparisonResult, Verdict, audit, check, compare
 from .short_answers import ReferenceSimilarityGrader, reference_coverage_curve
 from .text import (
     BowVectorizer,
@@ -112,6 +112,11 @@ __all__ = [
     "perturbation_audit",
     "AuditResult",
     "audit",
+    # comparing audits and the gate
+    "ComparisonResult",
+    "Verdict",
+    "check",
+    "compare",
     # model selection
     "FairGridSearchCV",
     "FairRandomizedSearchCV",

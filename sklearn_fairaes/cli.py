@@ -1,7 +1,8 @@
 """The ``fairaes`` command: a thin shell over the Python API.
 
 Exit codes: 0 ok, 2 bad input (with the file, row and column), 1 internal error,
-130 interrupted (Ctrl-C).
+130 interrupted (Ctrl-C); ``fairaes check`` exits 1 when a requirement fails
+(see ``_cli_gate``).
 
 The output folder is claimed before any computation (checked and locked, see
 ``sklearn_fairaes.report._output``): every output-path problem is reported
@@ -803,9 +804,9 @@ def build_parser() -> argparse.ArgumentParser:
     Returns
     -------
     parser : argparse.ArgumentParser
-        The parser with the subcommands ``setup``, ``audit``, ``demo`` and
-        ``cache``; each
-        subcommand stores its handler in ``func``.
+        The parser with the subcommands ``setup``, ``audit``, ``demo``,
+        ``cache``, ``compare`` and ``check``; each subcommand stores its
+        handler in ``func``.
 
     Examples
     --------
@@ -820,6 +821,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Examples:\n  fairaes setup\n  fairaes demo --out demo-report\n"
             "  fairaes audit essays.tsv --text-col essay --score-col score \\\n"
             "      --system-cols engine --score-range 0,6 --out report\n"
+            "  fairaes check report --policy williamson2012\n"
             "  fairaes --version"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -1014,6 +1016,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_cache.add_argument("--quiet", action="store_true", help="print nothing")
     p_cache.set_defaults(func=_cmd_cache)
+    # compare and check read saved reports: their own module keeps this one short
+    from ._cli_gate import add_parsers
+
+    add_parsers(sub)
     return parser
 
 

@@ -51,6 +51,7 @@ from ._build import (
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
 from ._config import AuditConfig
+from ._load import REPLICATES_FILE, REPORT_FORMAT, write_replicates
 from ._output import pause
 from ._study import Study
 
@@ -683,6 +684,8 @@ def _meta(
         for name, s in first.systems.items()
     }
     return {
+        # the layout of results.json: AuditResult.load refuses a newer one
+        "report_format": REPORT_FORMAT,
         "title": title or "Individual-fairness audit",
         "n_essays": len(plan.essays),
         "score_min": float(plan.human.min()),
@@ -1034,6 +1037,53 @@ class AuditResult:
                 fh.write(page)
         return page
 
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str]) -> AuditResult:
+        """Read a report folder written by :meth:`save` (or ``fairaes audit --out``).
+
+        The tables come from ``results.json`` (raw values: the CSV files
+        neutralise cells a spreadsheet would run as formulas), the replicates
+        from ``replicates.npz`` (read without pickle: a report runs no code).
+
+        Parameters
+        ----------
+        folder : str or path-like
+            The report folder.
+
+        Returns
+        -------
+        result : AuditResult
+            Its tables, meta and replicates; NaN where the JSON holds null.
+
+        Raises
+        ------
+        ValueError
+            If ``folder`` is not a report of ours (no ``.fairaes-report``
+            marker, or a ``fairaes compare`` folder), its ``results.json`` is
+            malformed or of a newer format than this version reads, or
+            ``replicates.npz`` is malformed.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> import pandas as pd
+        >>> from sklearn_fairaes.report import AuditResult
+        >>> table = pd.DataFrame({"prompt": ["all"], "system": ["engine"],
+        ...                       "score": [0.71]})
+        >>> meta = {"title": "Demo", "n_essays": 40, "prompts": ["all"],
+        ...         "representations": ["tfidf"], "systems": {"engine": {}}}
+        >>> key = ("all", "scores", "", "engine", "score")
+        >>> folder = os.path.join(tempfile.mkdtemp(), "report")
+        >>> AuditResult({"scores": table}, meta, {key: [0.70, 0.72]}).save(folder)
+        >>> loaded = AuditResult.load(folder)
+        >>> loaded.tables["scores"]["score"].tolist(), loaded.replicates[key].tolist()
+        ([0.71], [0.7, 0.72])
+        """
+        from ._load import read_report
+
+        tables, meta, replicates = read_report(folder)
+        return cls(tables, meta, replicates=replicates)
+
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write ``report.html``, ``results.json`` and ``tables/*.csv`` into ``folder``.
 
@@ -1101,6 +1151,10 @@ class AuditResult:
         self.to_json(folder / "results.json")
         written.append("results.json")
         pause("between-files")
+        if self.replicates:
+            # plain arrays, never a pickle: loading a report runs no code
+            write_replicates(folder / REPLICATES_FILE, self.replicates)
+            written.append(REPLICATES_FILE)
         self.to_html(folder / "report.html")
         written.append("report.html")
         return written
