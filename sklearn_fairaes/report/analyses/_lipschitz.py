@@ -1055,12 +1055,7 @@ SECTION = Section(
         Heading(
             "lipschitz",
             "Individual fairness: Lipschitz fraction",
-            ("lipschitz", "distance_distribution"),
-        ),
-        Heading(
-            "relative_fairness",
-            "Individual fairness relative to the human scores",
-            ("relative_fairness", "error_review"),
+            ("lipschitz", "distance_distribution", "relative_fairness", "error_review"),
         ),
         Heading(
             "score_distance", "Score difference vs. distance", ("score_distance", "trend")
