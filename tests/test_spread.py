@@ -223,5 +223,4 @@ def test_length_flaw_on_asap7_ranks_the_fixed_engine_fairer():
     # the essays a committee reads first are mostly the lifted short ones
     listed = result.tables["error_review"]
     flawed = listed[listed["system"] == "flawed"]
-    ids = set(data.loc[short, "essay_id"])
-    assert flawed["id"].isin(ids).mean() > 0.5
+    assert short.to_numpy()[flawed["row"].to_numpy() - 1].mean() > 0.5

@@ -422,12 +422,13 @@ ANALYSIS = LipschitzAnalysis()
 _ERRORS_SHOWN = 5
 
 
-def _with_ci(row: Mapping[str, Any], column: str) -> Cell:
+def _with_ci(row: Mapping[Any, Any], column: str) -> Cell:
     """``row[column]`` with its bootstrap interval in brackets when the row has one."""
-    value = row.get(column)
+    value: Any = row.get(column)
     if _missing(value):
         return _NA
-    low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
+    low: Any = row.get(f"{column}_ci_low")
+    high: Any = row.get(f"{column}_ci_high")
     if _missing(low) or _missing(high):
         return _num(value)
     return Cell(f"{float(value):.3f} [{float(low):.3f}, {float(high):.3f}]", numeric=True)
@@ -459,21 +460,21 @@ def view(
             (str(t["representation"]), str(t["system"])): t
             for t in table.to_dict("records")
         }
-        rows: list[list[object]] = []
+        lip_rows: list[list[object]] = []
         for r in _ordered(table["representation"], reps_pref):
             sub = table[table["representation"].astype(str) == r]
             for m in _ordered(sub["system"], systems, last=("human",)):
-                t = cells[(r, m)]
-                rows.append(
+                rec = cells[(r, m)]
+                lip_rows.append(
                     [
                         _rep(r),
                         _mod(m),
-                        _num(t["n_pairs"]),
-                        _pct(t["lipschitz_minmax"]),
-                        _pct(t["lipschitz_max"]),
-                        _pct(t.get("lipschitz_matched")),
-                        _with_ci(t, "score_sd"),
-                        _num(t.get("human_sd")),
+                        _num(rec["n_pairs"]),
+                        _pct(rec["lipschitz_minmax"]),
+                        _pct(rec["lipschitz_max"]),
+                        _pct(rec.get("lipschitz_matched")),
+                        _with_ci(rec, "score_sd"),
+                        _num(rec.get("human_sd")),
                     ]
                 )
         out["table"] = _table(
@@ -487,7 +488,7 @@ def view(
                 "score SD",
                 "human SD",
             ],
-            rows,
+            lip_rows,
             caption="Essay pairs satisfying the Lipschitz condition, % of all pairs: "
             "min–max and max normalisation as in the paper's Table 3 (each system's "
             "own score range; a narrower spread passes more pairs), and spread-matched "
