@@ -297,6 +297,8 @@ def _add_pooled(tables):
                 "n_pairs": pairs,
                 "n_satisfied_minmax": sat_minmax,
                 "n_satisfied_max": sat_max,
+                "n_satisfied_matched": int(part["n_satisfied_matched"].sum()),
+                "lipschitz_matched": part["n_satisfied_matched"].sum() / pairs,
             }
         )
     tables["lipschitz"] = pd.concat([lipschitz, pd.DataFrame(pooled)], ignore_index=True)
@@ -428,7 +430,64 @@ def _prompt_tables(
                     "n_satisfied_max": round(share_max * n_pairs),
                 }
             )
-    tables["lipschitz"] = pd.DataFrame(rows)
+    # the spread-aware columns from a generator of their own, so that the other
+    # tables' values do not change with them
+    spread = np.random.default_rng(33)
+    rel_rows, err_rows = [], []
+    for row in rows:
+        matched = float(spread.uniform(0.5, 0.99))
+        sd = 4.6 if row["system"] == "human" else float(spread.uniform(3.0, 5.0))
+        row.update(
+            lipschitz_matched=round(matched * n_pairs) / n_pairs,
+            score_sd=sd,
+            score_sd_ci_low=sd - 0.2,
+            score_sd_ci_high=sd + 0.2,
+            human_sd=4.6,
+            n_satisfied_matched=round(matched * n_pairs),
+        )
+        if row["system"] == "human":
+            continue
+        ratio, incons = float(spread.uniform(0.8, 1.3)), float(spread.uniform(0.3, 0.8))
+        rel_rows.append(
+            {
+                "representation": row["representation"],
+                "system": row["system"],
+                "n": n_essays,
+                "n_neighbors": 10,
+                "score_sd": sd,
+                "human_sd": 4.6,
+                "neighbor_spread": 0.8 * ratio,
+                "human_neighbor_spread": 0.8,
+                "neighbor_spread_ratio": ratio,
+                "neighbor_spread_ratio_ci_low": ratio - 0.05,
+                "neighbor_spread_ratio_ci_high": ratio + 0.05,
+                "error_inconsistency": incons,
+                "error_inconsistency_ci_low": incons - 0.04,
+                "error_inconsistency_ci_high": incons + 0.04,
+            }
+        )
+        for rank in range(1, 8):
+            error = float(spread.integers(-4, 5))
+            neighbours = float(spread.uniform(-1, 1))
+            err_rows.append(
+                {
+                    "representation": row["representation"],
+                    "system": row["system"],
+                    "rank": rank,
+                    "id": 1000 + rank,
+                    "row": rank,
+                    "score": 10.0 + error,
+                    "human": 10.0,
+                    "error": error,
+                    "neighbor_mean_error": neighbours,
+                    "error_gap": error - neighbours,
+                }
+            )
+    tables["lipschitz"] = pd.DataFrame(rows, columns=list(_CONTRACT["lipschitz"]))
+    tables["relative_fairness"] = pd.DataFrame(
+        rel_rows, columns=list(_CONTRACT["relative_fairness"])
+    )
+    tables["error_review"] = pd.DataFrame(err_rows, columns=list(_CONTRACT["error_review"]))
 
     rows, trend = [], []
     for r in reps:

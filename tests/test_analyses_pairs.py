@@ -111,8 +111,9 @@ def test_lipschitz_rows_and_counts_match_explicit_counting(toy):
     out = LIPSCHITZ.run(toy)
     lip = out.tables["lipschitz"]
     assert list(lip.columns) == [
-        "representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs",
-        "n_satisfied_minmax", "n_satisfied_max",
+        "representation", "system", "lipschitz_minmax", "lipschitz_max", "lipschitz_matched",
+        "score_sd", "score_sd_ci_low", "score_sd_ci_high", "human_sd", "n_pairs",
+        "n_satisfied_minmax", "n_satisfied_max", "n_satisfied_matched",
     ]  # fmt: skip
     # given and fitted under every representation, the trained one under its own
     assert list(zip(lip["representation"], lip["system"])) == [
@@ -133,6 +134,17 @@ def test_lipschitz_rows_and_counts_match_explicit_counting(toy):
         )
         assert row.lipschitz_minmax == pytest.approx(hits_mm / total)
         assert row.lipschitz_max == pytest.approx(hits_max / total)
+        # spread-matched: |dy| rescaled to the human SD, over the human range
+        c = np.std(toy.human, ddof=1) / np.std(s, ddof=1)
+        d = np.array([pdist(X[[i, j]], "cosine")[0] for i, j in _pairs(len(s))])
+        o = np.array([abs(c * s[i] - c * s[j]) for i, j in _pairs(len(s))])
+        h = np.array([abs(toy.human[i] - toy.human[j]) for i, j in _pairs(len(s))])
+        d = (d - d.min()) / (d.max() - d.min())
+        hits_matched = int(np.sum((o - h.min()) / (h.max() - h.min()) <= d))
+        assert row.n_satisfied_matched == hits_matched
+        assert row.lipschitz_matched == pytest.approx(hits_matched / total)
+        assert row.score_sd == pytest.approx(np.std(s, ddof=1))
+        assert row.human_sd == pytest.approx(np.std(toy.human, ddof=1))
     assert out.warnings == [] and out.notes == []
 
 

@@ -499,7 +499,8 @@ def test_every_tag_is_closed_in_order(page):
 def test_markup_of_the_report_is_not_escaped(page):
     for tag in ("th", "td", "tr", "div", "span", "table", "figure", "section"):
         assert f"&lt;{tag}" not in page, tag
-    assert '<th colspan="2" scope="colgroup">Ridge</th>' in page
+    assert '<th colspan="2" scope="colgroup">OSA</th>' in page
+    assert '<th scope="col" class="num">spread-matched %</th>' in page
 
 
 def test_overview_lists_what_was_left_out_and_why(page, audit):

@@ -31,6 +31,7 @@ from .._cells import (
     _NA,
     Cell,
     _mean_sd,
+    _missing,
     _mod,
     _num,
     _ordered,
@@ -40,7 +41,6 @@ from .._cells import (
     _rep,
     _system_order,
     _table,
-    _th,
     _warnings,
 )
 from .._plots import (
@@ -61,6 +61,7 @@ from .._plots import _ordered as _pordered
 from .._plots import _text as _ptext
 from ._base import AnalysisOutput, FigureContext, Heading, Section
 from ._common import PairAnalysis, degenerate_distances, noting, pair_notes, where
+from ._spread import matched_lipschitz, relative_fairness
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,8 +75,19 @@ __all__ = ["ANALYSIS", "LipschitzAnalysis"]
 _HIST_BINS = 50
 
 LIPSCHITZ_COLUMNS = [
-    "representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs",
-    "n_satisfied_minmax", "n_satisfied_max",
+    "representation", "system", "lipschitz_minmax", "lipschitz_max", "lipschitz_matched",
+    "score_sd", "score_sd_ci_low", "score_sd_ci_high", "human_sd", "n_pairs",
+    "n_satisfied_minmax", "n_satisfied_max", "n_satisfied_matched",
+]  # fmt: skip
+RELATIVE_COLUMNS = [
+    "representation", "system", "n", "n_neighbors", "score_sd", "human_sd",
+    "neighbor_spread", "human_neighbor_spread", "neighbor_spread_ratio",
+    "neighbor_spread_ratio_ci_low", "neighbor_spread_ratio_ci_high", "error_inconsistency",
+    "error_inconsistency_ci_low", "error_inconsistency_ci_high",
+]  # fmt: skip
+ERROR_REVIEW_COLUMNS = [
+    "representation", "system", "rank", "id", "row", "score", "human", "error",
+    "neighbor_mean_error", "error_gap",
 ]  # fmt: skip
 SCORE_DISTANCE_COLUMNS = [
     "representation", "system", "n_bins", "bin", "n_pairs", "distance_min", "distance_max",
@@ -203,13 +215,23 @@ class LipschitzAnalysis(PairAnalysis):
         output : AnalysisOutput
             The tables (no ``prompt`` column), notes and warnings.
         """
-        from ...metrics import lipschitz_fraction, score_distance_curve
+        from ...metrics import essay_consistency, lipschitz_fraction, score_distance_curve
 
         pd = require("pandas", purpose="the audit")
-        n_jobs = study.settings.n_jobs
+        settings = study.settings
+        n_jobs = settings.n_jobs
+        level = float(settings.confidence_level)
+        weights = study.bootstrap_weights()
+        human = np.asarray(study.human, dtype=float)
+        human_sd = float(np.std(human, ddof=1))
+        k = min(int(settings.n_neighbors), study.n - 1)
+        n_review = int(settings.n_review)
         out = AnalysisOutput()
         collected: dict[str, list[str]] = {}
         rows_lip: list[tuple[Any, ...]] = []
+        rows_rel: list[tuple[Any, ...]] = []
+        rows_err: list[tuple[Any, ...]] = []
+        ids = study.ids.tolist()
         rows_curve: list[tuple[Any, ...]] = []
         rows_trend: list[tuple[Any, ...]] = []
         rows_dist: list[tuple[Any, ...]] = []
@@ -230,9 +252,70 @@ class LipschitzAnalysis(PairAnalysis):
                 (rname, "distance", edges[k], edges[k + 1], dens[k])
                 for k in range(len(dens))
             ]
+            # the neighbours depend on the representation only: found once, and
+            # every system is compared with the humans on the same essay pairs
+            neighbors = np.asarray(
+                noting(
+                    collected,
+                    rname,
+                    essay_consistency,
+                    pairs,
+                    human,
+                    n_neighbors=k,
+                    metric=metric,
+                    n_jobs=n_jobs,
+                ).neighbors
+            )
             for sname, s in study.scored(rname).items():
                 s = np.asarray(s, dtype=float)
                 place = where(rname, sname)
+                rel = relative_fairness(neighbors, s, human)
+                reps = None if weights is None else rel.replicates(weights)
+                sd_ci = _interval(reps, "score_sd", level)
+                if reps is not None:
+                    out.replicates[("lipschitz", rname, sname, "score_sd")] = reps[
+                        "score_sd"
+                    ]
+                matched, n_matched, _ = noting(
+                    collected, place, matched_lipschitz, space, s, human
+                )
+                if sname != "human":
+                    rows_rel.append(
+                        (
+                            rname,
+                            sname,
+                            study.n,
+                            k,
+                            rel.score_sd,
+                            rel.human_sd,
+                            rel.neighbor_spread,
+                            rel.human_neighbor_spread,
+                            rel.neighbor_spread_ratio,
+                            *_interval(reps, "neighbor_spread_ratio", level),
+                            rel.error_inconsistency,
+                            *_interval(reps, "error_inconsistency", level),
+                        )
+                    )
+                    for column in ("neighbor_spread_ratio", "error_inconsistency"):
+                        if reps is not None:
+                            key = ("relative_fairness", rname, sname, column)
+                            out.replicates[key] = reps[column]
+                    worst = np.lexsort((np.arange(study.n), -np.abs(rel.error_gap)))
+                    rows_err += [
+                        (
+                            rname,
+                            sname,
+                            rank,
+                            ids[i],
+                            int(study.rows[i]),
+                            float(s[i]),
+                            float(human[i]),
+                            float(rel.error[i]),
+                            float(rel.neighbor_error[i]),
+                            float(rel.error_gap[i]),
+                        )
+                        for rank, i in enumerate(worst[:n_review], start=1)
+                    ]
                 # the pair metrics' UserWarnings (e.g. all distances equal) are
                 # facts about this representation and these scores: report notes
                 counts = {
@@ -258,9 +341,14 @@ class LipschitzAnalysis(PairAnalysis):
                         sname,
                         float(counts["minmax"]["fraction"]),
                         float(counts["max"]["fraction"]),
+                        matched,
+                        rel.score_sd,
+                        *sd_ci,
+                        human_sd,
                         int(counts["minmax"]["n_pairs"]),
                         int(counts["minmax"]["n_satisfied"]),
                         int(counts["max"]["n_satisfied"]),
+                        n_matched,
                     )
                 )
                 for n_bins in curve_bins(study.n):
@@ -305,6 +393,8 @@ class LipschitzAnalysis(PairAnalysis):
         out.notes += pair_notes(collected)
         out.tables = {
             "lipschitz": pd.DataFrame(rows_lip, columns=LIPSCHITZ_COLUMNS),
+            "relative_fairness": pd.DataFrame(rows_rel, columns=RELATIVE_COLUMNS),
+            "error_review": pd.DataFrame(rows_err, columns=ERROR_REVIEW_COLUMNS),
             "score_distance": pd.DataFrame(rows_curve, columns=SCORE_DISTANCE_COLUMNS),
             "trend": pd.DataFrame(rows_trend, columns=TREND_COLUMNS),
             "distance_distribution": pd.DataFrame(rows_dist, columns=DISTRIBUTION_COLUMNS),
@@ -312,10 +402,36 @@ class LipschitzAnalysis(PairAnalysis):
         return out
 
 
+def _interval(
+    replicates: Mapping[str, NDArray[np.float64]] | None, column: str, level: float
+) -> tuple[float, float]:
+    """The percentile interval of one figure's replicates; NaN without a bootstrap."""
+    from ...metrics._bootstrap import bootstrap_interval
+
+    if replicates is None:
+        return math.nan, math.nan
+    return bootstrap_interval(replicates[column], level)
+
+
 ANALYSIS = LipschitzAnalysis()
 
 
 # --------------------------------------------------------------------------- view
+
+# rows of the per-essay error table shown on the page per representation and system
+_ERRORS_SHOWN = 5
+
+
+def _with_ci(row: Mapping[Any, Any], column: str) -> Cell:
+    """``row[column]`` with its bootstrap interval in brackets when the row has one."""
+    value: Any = row.get(column)
+    if _missing(value):
+        return _NA
+    low: Any = row.get(f"{column}_ci_low")
+    high: Any = row.get(f"{column}_ci_high")
+    if _missing(low) or _missing(high):
+        return _num(value)
+    return Cell(f"{float(value):.3f} [{float(low):.3f}, {float(high):.3f}]", numeric=True)
 
 
 def view(
@@ -327,6 +443,8 @@ def view(
     out: dict[str, Any] = {
         "warnings": _warnings(meta, prompt),
         "table": None,
+        "relative": None,
+        "errors": None,
         "bins": None,
         "trend": None,
         "curves": _present(tables, "score_distance") or _present(tables, "trend"),
@@ -338,39 +456,128 @@ def view(
             "lipschitz",
             ["representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs"],
         )
-        reps = _ordered(table["representation"], reps_pref)
-        mods = _ordered(table["system"], systems, last=("human",))
         cells = {
             (str(t["representation"]), str(t["system"])): t
             for t in table.to_dict("records")
         }
-        top = [_th("Representation", rowspan=2), _th("Pairs", rowspan=2, cls="num")]
-        top += [_th(model_label(m), colspan=2, scope="colgroup") for m in mods]
-        second = []
-        for _ in mods:
-            second += [
-                _th("min–max", cls="num", scope=None),
-                _th("max", cls="num", scope=None),
-            ]
-        rows = []
-        for r in reps:
-            pairs = next((cells[(r, m)]["n_pairs"] for m in mods if (r, m) in cells), None)
-            row: list[object] = [_rep(r), _num(pairs)]
-            for m in mods:
-                t = cells.get((r, m))
-                row += (
-                    [_pct(t["lipschitz_minmax"]), _pct(t["lipschitz_max"])]
-                    if t
-                    else [_NA, _NA]
+        lip_rows: list[list[object]] = []
+        for r in _ordered(table["representation"], reps_pref):
+            sub = table[table["representation"].astype(str) == r]
+            for m in _ordered(sub["system"], systems, last=("human",)):
+                rec = cells[(r, m)]
+                lip_rows.append(
+                    [
+                        _rep(r),
+                        _mod(m),
+                        _num(rec["n_pairs"]),
+                        _pct(rec["lipschitz_minmax"]),
+                        _pct(rec["lipschitz_max"]),
+                        _pct(rec.get("lipschitz_matched")),
+                        _with_ci(rec, "score_sd"),
+                        _num(rec.get("human_sd")),
+                    ]
                 )
-            rows.append(row)
         out["table"] = _table(
-            None,
-            rows,
-            header_rows=[top, second],
-            caption="Essay pairs satisfying the Lipschitz condition, % of all pairs "
-            "(min–max / max normalisation; cf. the paper's Table 3)",
+            [
+                "Representation",
+                "System",
+                "Pairs",
+                "min–max %",
+                "max %",
+                "spread-matched %",
+                "score SD",
+                "human SD",
+            ],
+            lip_rows,
+            caption="Essay pairs satisfying the Lipschitz condition, % of all pairs: "
+            "min–max and max normalisation as in the paper's Table 3 (each system's "
+            "own score range; a narrower spread passes more pairs), and spread-matched "
+            "(score differences rescaled to the human SD, over the human range: "
+            "comparable across systems); score SD with its bootstrap interval",
         )
+    if _present(tables, "relative_fairness"):
+        rel = tables["relative_fairness"]
+        _check_table(
+            rel,
+            "relative_fairness",
+            ["representation", "system", "neighbor_spread_ratio", "error_inconsistency"],
+        )
+        rel_rows: list[list[object]] = []
+        for r in _ordered(rel["representation"], reps_pref):
+            sub = rel[rel["representation"].astype(str) == r]
+            by_system = {str(t["system"]): t for t in sub.to_dict("records")}
+            for m in _ordered(sub["system"], systems, last=("human",)):
+                t = by_system[m]
+                rel_rows.append(
+                    [
+                        _rep(r),
+                        _mod(m),
+                        _num(t.get("n_neighbors")),
+                        _num(t.get("score_sd")),
+                        _num(t.get("human_sd")),
+                        _num(t.get("neighbor_spread")),
+                        _num(t.get("human_neighbor_spread")),
+                        _with_ci(t, "neighbor_spread_ratio"),
+                        _with_ci(t, "error_inconsistency"),
+                    ]
+                )
+        out["relative"] = _table(
+            [
+                "Representation",
+                "System",
+                "Neighbours",
+                "score SD",
+                "human SD",
+                "neighbour |Δscore| / SD",
+                "humans' neighbour |Δscore| / SD",
+                "spread ratio (1 = as the humans)",
+                "error inconsistency (/ human SD)",
+            ],
+            rel_rows,
+            caption="Individual fairness relative to the human scores, on each essay's "
+            "nearest neighbours (bootstrap intervals in brackets, neighbours fixed)",
+        )
+    if _present(tables, "error_review"):
+        err = tables["error_review"]
+        _check_table(
+            err,
+            "error_review",
+            ["representation", "system", "rank", "id", "error", "error_gap"],
+        )
+        shown = err[err["rank"].astype(int) <= _ERRORS_SHOWN]
+        out["errors"] = _table(
+            [
+                "Representation",
+                "System",
+                "Rank",
+                "Essay id",
+                "Row",
+                "Score",
+                "Human",
+                "Error",
+                "Neighbours' mean error",
+                "Error gap",
+            ],
+            [
+                [
+                    _rep(t["representation"]),
+                    _mod(t["system"]),
+                    _num(t["rank"]),
+                    Cell(str(t["id"])),
+                    _num(t["row"]),
+                    _num(t["score"]),
+                    _num(t["human"]),
+                    _num(t["error"]),
+                    _num(t["neighbor_mean_error"]),
+                    _num(t["error_gap"]),
+                ]
+                for t in shown.to_dict("records")
+            ],
+            caption=f"Essays whose error (system minus human) differs most from their "
+            f"nearest neighbours' errors, first {_ERRORS_SHOWN} per representation and "
+            f"system (all listed ones in tables/error_review.csv)",
+        )
+        out["errors_shown"] = _ERRORS_SHOWN
     if _present(tables, "score_distance"):
         table = tables["score_distance"]
         _check_table(
@@ -775,7 +982,9 @@ def _pooled(table: DataFrame) -> DataFrame:
     """Append one ``prompt="pooled"`` row per (representation, system): pair-weighted.
 
     Each fraction is the satisfied pairs of every prompt over all their pairs
-    (pairs within a prompt only: no pair across prompts is ever formed).
+    (pairs within a prompt only: no pair across prompts is ever formed). The
+    SDs are left empty: each prompt's is on its own scale (the matched
+    fraction matches each prompt's systems to that prompt's humans).
     """
     pd = require("pandas", purpose="the audit")
     rows = []
@@ -783,6 +992,10 @@ def _pooled(table: DataFrame) -> DataFrame:
         n_pairs = int(part["n_pairs"].sum())
         mm = int(part["n_satisfied_minmax"].sum())
         mx = int(part["n_satisfied_max"].sum())
+        # a prompt with an undefined matched fraction (a constant series) has no
+        # matched count: the pooled fraction is then undefined too
+        undefined = part["lipschitz_matched"].isna().any()
+        mt = int(part["n_satisfied_matched"].sum())
         rows.append(
             {
                 "prompt": "pooled",
@@ -790,9 +1003,11 @@ def _pooled(table: DataFrame) -> DataFrame:
                 "system": sname,
                 "lipschitz_minmax": mm / n_pairs,
                 "lipschitz_max": mx / n_pairs,
+                "lipschitz_matched": math.nan if undefined else mt / n_pairs,
                 "n_pairs": n_pairs,
                 "n_satisfied_minmax": mm,
                 "n_satisfied_max": mx,
+                "n_satisfied_matched": mt,
             }
         )
     return pd.concat([table, pd.DataFrame(rows, columns=table.columns)], ignore_index=True)
@@ -841,7 +1056,7 @@ SECTION = Section(
         Heading(
             "lipschitz",
             "Individual fairness: Lipschitz fraction",
-            ("lipschitz", "distance_distribution"),
+            ("lipschitz", "distance_distribution", "relative_fairness", "error_review"),
         ),
         Heading(
             "score_distance", "Score difference vs. distance", ("score_distance", "trend")
@@ -851,6 +1066,8 @@ SECTION = Section(
     view=view,
     schema={
         "lipschitz": tuple(LIPSCHITZ_COLUMNS),
+        "relative_fairness": tuple(RELATIVE_COLUMNS),
+        "error_review": tuple(ERROR_REVIEW_COLUMNS),
         "score_distance": tuple(SCORE_DISTANCE_COLUMNS),
         "trend": tuple(TREND_COLUMNS),
         "distance_distribution": tuple(DISTRIBUTION_COLUMNS),
