@@ -718,6 +718,8 @@ def _meta(
         "random_state": plan.settings.random_state,
         "n_bootstrap": plan.settings.n_bootstrap,
         "confidence_level": plan.settings.confidence_level,
+        "intersections": plan.settings.intersections,
+        "min_group_size": plan.settings.min_group_size,
         # the essays each prompt resampled: two audits pair where these agree
         "ids_digest": {s.prompt: ids_digest(s.ids) for s in studies},
         "features": list(first.feature_names),

@@ -402,10 +402,53 @@ def _by_system(
     return out
 
 
+# what a flag cell of a group below min_group_size says
+_UNTESTED = Cell("too small to test", "na")
+
+
+def _tested_flag(value: object, tested: object) -> Cell:
+    return _flag(value) if tested is not False else _UNTESTED
+
+
+def _with_ci(value: object, low: object, high: object) -> Cell:
+    """A figure and its interval: ``0.123 [0.051, 0.204]`` (the figure alone without one)."""
+    cell = _num(value)
+    if cell.kind == "na" or _num(low).kind == "na" or _num(high).kind == "na":
+        return cell
+    return Cell(f"{cell.text} [{_num(low).text}, {_num(high).text}]", numeric=True)
+
+
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
-    """The group view's agreement, fairness models and Lipschitz fractions per group."""
+    """The group view, one block per grouping (see :func:`_grouping_view`).
+
+    ``blocks`` lists ``{"grouping", "agreement", "fairness", "coefficients",
+    "lipschitz"}`` per grouping, in the tables' order; the top-level keys are
+    the first block's.
+    """
+    names: list[str] = []
+    for table in tables.values():
+        if table is not None and "grouping" in getattr(table, "columns", ()):
+            names += [str(g) for g in table["grouping"]]
+    names = list(dict.fromkeys(names))
+    if not names:
+        block = _grouping_view(tables, meta)
+        return {**block, "blocks": [{"grouping": None, **block}]}
+    blocks = []
+    for name in names:
+        part = {
+            key: None
+            if table is None or "grouping" not in getattr(table, "columns", ())
+            else table[table["grouping"].astype(str) == name]
+            for key, table in tables.items()
+        }
+        blocks.append({"grouping": name, **_grouping_view(part, meta)})
+    return {**{k: v for k, v in blocks[0].items() if k != "grouping"}, "blocks": blocks}
+
+
+def _grouping_view(tables: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The agreement, fairness models and Lipschitz fractions of one grouping."""
     out: dict[str, Any] = {
         "agreement": None,
         "fairness": None,
@@ -430,6 +473,7 @@ def view(
                 "_all", kind="stable"
             )
             for g in part.to_dict("records"):
+                tested = g.get("tested")
                 rows.append(
                     [
                         _rep(r),
@@ -439,14 +483,21 @@ def view(
                         _mean_sd(g["human_mean"], g["human_sd"]),
                         _mean_sd(g["machine_mean"], g["machine_sd"]),
                         _num(g["qwk"]),
-                        _flag(g["qwk_ok"]),
-                        _num(g["smd"]),
-                        _flag(g["smd_ok"]),
-                        _num(g["dsm"]),
-                        _flag(g["dsm_ok"]),
+                        _tested_flag(g["qwk_ok"], tested),
+                        _with_ci(g["smd"], g.get("smd_ci_low"), g.get("smd_ci_high")),
+                        _tested_flag(g["smd_ok"], tested),
+                        _with_ci(g["dsm"], g.get("dsm_ci_low"), g.get("dsm_ci_high")),
+                        _tested_flag(g["dsm_ok"], tested),
                     ]
                 )
-        column = f" (column {meta['group_col']})" if meta.get("group_col") else ""
+        grouping = set(table["grouping"].astype(str)) if "grouping" in table else set()
+        column = (
+            f" ({next(iter(grouping))})"
+            if len(grouping) == 1
+            else f" (column {meta['group_col']})"
+            if meta.get("group_col")
+            else ""
+        )
         out["agreement"] = _table(
             [
                 "Representation", "System", "Group", "n", "Human score (mean ± SD)",
@@ -456,7 +507,8 @@ def view(
             ],
             rows,
             caption=f"Agreement with the human score by group{column}; DSM against all "
-            "essays, as in RSMTool's report",
+            "essays, as in RSMTool's report; SMD and DSM with their bootstrap interval "
+            "[low, high] where there is one",
             flags={7, 9, 11},
         )  # fmt: skip
     if _present(tables, "group_fairness"):
