@@ -136,8 +136,13 @@ def bin_labels(values: NDArray[np.float64], name: str, n_bins: int) -> tuple[NDA
     (['wc Q2 [3, 4]', 'wc Q1 [1, 2]', 'wc Q1 [1, 2]', 'wc Q2 [3, 4]'], 2)
     """
     pd = require("pandas", purpose="the audit")
-    codes = pd.qcut(values, n_bins, labels=False, duplicates="drop")
-    codes = np.asarray(codes, dtype=np.intp)
+    if np.ptp(values) == 0:
+        # qcut leaves a constant column uncut (every code NaN): one bin
+        codes = np.zeros(values.shape[0], dtype=np.intp)
+    else:
+        codes = np.asarray(
+            pd.qcut(values, n_bins, labels=False, duplicates="drop"), dtype=np.intp
+        )
     k = int(codes.max()) + 1
     text = []
     for b in range(k):
