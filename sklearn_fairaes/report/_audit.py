@@ -697,9 +697,9 @@ def _meta(
         "rater_cols": None if plan.rater_cols is None else list(plan.rater_cols),
         "group_col": ", ".join(plan.group_col) or None,
         "groupings": None if plan.groupings is None else plan.groupings.names(),
-        "bin_cols": None if plan.groupings is None else [
-            n for n, k in plan.groupings.kinds.items() if k == "bins"
-        ],
+        "bin_cols": None
+        if plan.groupings is None
+        else [n for n, k in plan.groupings.kinds.items() if k == "bins"],
         "reference_col": plan.reference_col,
         "short_answer": plan.short_answer,
         "prompt_given": any(t is not None for t in plan.prompt_texts.values()),

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..resources import require
+from ._groupings import Groupings, plan_groupings, split_group_cols
 from ._inputs import (
     MIN_ESSAYS,
     AuditInputError,
@@ -56,7 +57,6 @@ from ._inputs import (
     column,
     short,
 )
-from ._groupings import Groupings, plan_groupings, split_group_cols
 from ._scoring import predict_scores
 from ._study import PairSpace, Settings, Study, System
 

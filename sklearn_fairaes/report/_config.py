@@ -492,10 +492,11 @@ UNCERTAINTY = OptionGroup(
     ),
 )
 
+
 def _add_switch(parser: argparse.ArgumentParser, option: Option) -> None:
     """A flag that turns an option on (``--intersections``)."""
     parser.add_argument(
-        option.cli_flag, dest=option.name, action="store_true", help=option.help
+        str(option.cli_flag), dest=option.name, action="store_true", help=option.help
     )
 
 

@@ -103,11 +103,7 @@ def _check_bin_cols(bin_cols: Mapping[str, int] | None) -> dict[str, int]:
         )
     out: dict[str, int] = {}
     for name, k in bin_cols.items():
-        if (
-            not isinstance(k, numbers.Integral)
-            or isinstance(k, bool)
-            or int(k) < 2
-        ):
+        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or int(k) < 2:
             raise AuditInputError(
                 f"bin column {name!r} asks for {short(k)} bins; quantile bins need a "
                 f"whole number of at least 2, e.g. bin_cols={{{name!r}: 4}} "
@@ -121,7 +117,9 @@ def _number(x: float) -> str:
     return f"{float(x):.6g}"
 
 
-def bin_labels(values: NDArray[np.float64], name: str, n_bins: int) -> tuple[NDArray[Any], int]:
+def bin_labels(
+    values: NDArray[np.float64], name: str, n_bins: int
+) -> tuple[NDArray[Any], int]:
     """Quantile bins of ``values`` as labels, and how many bins there are.
 
     ``pandas.qcut(values, n_bins, duplicates="drop")``: ties that fall on a
@@ -185,17 +183,22 @@ def _bins(raw: Series, name: str, n_bins: int, prompt_ids: NDArray[Any], where: 
                 f"pick another column or leave it out of bin_cols"
             )
         if k < n_bins:
-            notes.append((p,
-                f"Bin column {name!r}{where.of(p)}: ties merged the {n_bins} quantile "
-                f"bins asked for into {k}."
-            ))
+            notes.append(
+                (
+                    p,
+                    f"Bin column {name!r}{where.of(p)}: ties merged the {n_bins} quantile "
+                    f"bins asked for into {k}.",
+                )
+            )
         labels[rows] = got
     return labels
 
 
 def _intersection(parts: Sequence[tuple[str, str, NDArray[Any]]]) -> NDArray[Any]:
     pieces = [
-        labels if kind == "bins" else np.asarray([f"{name}={v}" for v in labels], dtype=object)
+        labels
+        if kind == "bins"
+        else np.asarray([f"{name}={v}" for v in labels], dtype=object)
         for name, kind, labels in parts
     ]
     return np.asarray([_AND.join(row) for row in zip(*pieces)], dtype=object)
@@ -259,7 +262,9 @@ def plan_groupings(
         )
     out = Groupings()
     for name in names:
-        out.labels[name] = _check_groups(column(data, name, "group"), name, prompt_ids, where)
+        out.labels[name] = _check_groups(
+            column(data, name, "group"), name, prompt_ids, where
+        )
         out.kinds[name] = "column"
     for name, k in bins.items():
         out.labels[name] = _bins(column(data, name, "bin"), name, k, prompt_ids, where,

@@ -296,7 +296,12 @@ class _GroupView:
                 ci = {c: np.full(len(report), np.nan) for c in _CI_COLUMNS}
                 if weights is not None:
                     reps = group_agreement_replicates(
-                        study.human, scores, rep_codes, n_rep, weights, smd_method=_SMD_METHOD
+                        study.human,
+                        scores,
+                        rep_codes,
+                        n_rep,
+                        weights,
+                        smd_method=_SMD_METHOD,
                     )
                     every = group_agreement_replicates(
                         study.human, scores, np.zeros(study.n, dtype=np.intp), 1, weights,
@@ -314,11 +319,15 @@ class _GroupView:
                             low, high = bootstrap_interval(r, level)
                             ci[f"{stat}_ci_low"][i], ci[f"{stat}_ci_high"][i] = low, high
                             column = f"{stat}[{gname}={g}]"
-                            replicates[("group_agreement", representation, name, column)] = r
+                            replicates[
+                                ("group_agreement", representation, name, column)
+                            ] = r
                 for c, values in ci.items():
                     report[c] = values
                 frames["agreement"].append(
-                    report.assign(representation=representation, system=name, grouping=gname)
+                    report.assign(
+                        representation=representation, system=name, grouping=gname
+                    )
                 )
                 if tested.sum() < 2:
                     continue
@@ -336,8 +345,9 @@ class _GroupView:
                     (fair.coefficients, frames["coef"]),
                 ):
                     out.append(
-                        frame.assign(representation=representation, system=name,
-                                     grouping=gname)  # fmt: skip
+                        frame.assign(
+                            representation=representation, system=name, grouping=gname
+                        )  # fmt: skip
                     )
         return notes
 
