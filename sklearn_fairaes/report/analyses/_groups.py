@@ -501,12 +501,10 @@ def _grouping_view(tables: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[s
                     ]
                 )
         grouping = set(table["grouping"].astype(str)) if "grouping" in table else set()
+        columns = [c.strip() for c in str(meta.get("group_col") or "").split(",")]
+        name = next(iter(grouping)) if len(grouping) == 1 else None
         column = (
-            f" ({next(iter(grouping))})"
-            if len(grouping) == 1
-            else f" (column {meta['group_col']})"
-            if meta.get("group_col")
-            else ""
+            "" if name is None else f" (column {name})" if name in columns else f" ({name})"
         )
         out["agreement"] = _table(
             [
