@@ -473,7 +473,7 @@ def _run_audit(
         score_col=args.score_col,
         rater_cols=_split(args.rater_cols),
         prompt=prompt,
-        group_col=args.group_col,
+        group_col=_split(args.group_col),
         id_col=args.id_col,
         **{**_option_values(args), **options},
         paraphrases=paraphrases,
@@ -634,8 +634,48 @@ def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, A
         "prompts": prompts,
         "reference_col": args.reference_col,
         "reference_sep": args.reference_sep,
+        "bin_cols": parse_bin_cols(args.bin_col),
         **models,
     }
+
+
+def parse_bin_cols(values: Sequence[str] | None) -> dict[str, int] | None:
+    """Read ``--bin-col``: ``COL:K`` entries, comma-separated or repeated.
+
+    Parameters
+    ----------
+    values : list of str or None
+        The flag's values (one per ``--bin-col``).
+
+    Returns
+    -------
+    bin_cols : dict of str to int, or None
+        The audit's ``bin_cols``; None without the flag.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.cli import parse_bin_cols
+    >>> parse_bin_cols(["word_count:4,age:3", "pages:2"])
+    {'word_count': 4, 'age': 3, 'pages': 2}
+    """
+    if not values:
+        return None
+    out: dict[str, int] = {}
+    for entry in (e.strip() for v in values for e in v.split(",") if e.strip()):
+        name, sep, k = entry.rpartition(":")
+        try:
+            n_bins = int(k)
+        except ValueError:
+            n_bins = None
+        if not sep or not name or n_bins is None:
+            raise BadInput(
+                f"--bin-col {entry}: expected COLUMN:BINS, a numeric column and a "
+                f"number of quantile bins, e.g. --bin-col word_count:4"
+            )
+        if name in out:
+            raise BadInput(f"--bin-col names column {name!r} twice; give it once")
+        out[name] = n_bins
+    return out
 
 
 def _inputs(args: argparse.Namespace) -> list[str | None]:
@@ -964,7 +1004,19 @@ def build_parser() -> argparse.ArgumentParser:
         "(e.g. '||'; default: one reference per cell)",
     )
     p_audit.add_argument(
-        "--group-col", default=None, help="group column for the group view"
+        "--group-col",
+        default=None,
+        metavar="COL[,COL...]",
+        help="group column(s) for the group view, each analysed on its own "
+        "(e.g. race,gender; --intersections adds their intersections)",
+    )
+    p_audit.add_argument(
+        "--bin-col",
+        action="append",
+        default=None,
+        metavar="COL:K[,COL:K...]",
+        help="numeric column cut into K quantile bins, a grouping of the group view "
+        "(e.g. word_count:4); repeatable",
     )
     p_audit.add_argument("--id-col", default=None, help="column of unique essay ids")
     p_audit.add_argument(

@@ -36,7 +36,7 @@ def _space(name, rep, essays, *, condensed=True):
     return PairSpace(name, rep, X, X, "cosine", np.zeros(0))
 
 
-def _study(df, *, groups=True, condensed=True, engine=None):
+def _study(df, *, groups=True, condensed=True, engine=None, settings=None):
     essays = list(df["essay"])
     y = df["score"].to_numpy(float)
     spaces = {
@@ -57,7 +57,9 @@ def _study(df, *, groups=True, condensed=True, engine=None):
         human=y,
         score_range=SCALE,
         score_range_source="declared",
-        settings=Settings(),
+        # groups of about 16 essays: tested (min_group_size=2); no bootstrap,
+        # whose intervals test_group_bootstrap checks
+        settings=settings or Settings(min_group_size=2, n_bootstrap=0),
         groups=df["group"].to_numpy().astype(str) if groups else None,
         systems={
             "engine": System("engine", "given", {None: engine}),
@@ -82,9 +84,16 @@ def output(study):
     return ANALYSIS.run(study)
 
 
+# what the group view adds to the metric functions' tables
+_ADDED = ["representation", "system", "grouping", "tested", "smd_ci_low", "smd_ci_high",
+          "dsm_ci_low", "dsm_ci_high"]  # fmt: skip
+
+
 def _block(table, representation, system):
     part = table[(table["representation"] == representation) & (table["system"] == system)]
-    return part.drop(columns=["representation", "system"]).reset_index(drop=True)
+    assert (part["grouping"] == "group").all()
+    drop = [c for c in _ADDED if c in part.columns]
+    return part.drop(columns=drop).reset_index(drop=True)
 
 
 def test_protocol_and_absent():
@@ -123,7 +132,11 @@ def test_agreement_and_fairness_tables_equal_direct_calls(study, output):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             expected = sf.group_agreement_report(
-                study.human, scores, groups=study.groups, labels=labels
+                study.human,
+                scores,
+                groups=study.groups,
+                labels=labels,
+                smd_method="unpooled",  # the audit's default, RSMTool's
             ).reset_index()
             fair = sf.fairness_analyses(study.human, scores, groups=study.groups)
         pd.testing.assert_frame_equal(_block(t["group_agreement"], rep, name), expected)
@@ -158,7 +171,11 @@ def test_continuous_predictions_are_trimmed_onto_the_scale(demo):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         expected = sf.group_agreement_report(
-            study.human, trimmed, groups=study.groups, labels=np.arange(0, 13)
+            study.human,
+            trimmed,
+            groups=study.groups,
+            labels=np.arange(0, 13),
+            smd_method="unpooled",
         ).reset_index()
         fair = sf.fairness_analyses(study.human, trimmed, groups=study.groups)
     pd.testing.assert_frame_equal(_block(t, "tfidf", "wild"), expected)
@@ -243,8 +260,12 @@ def test_a_group_of_one_essay_gives_nan_and_a_note(demo):
     glip = out.tables["group_lipschitz"]
     row = glip[(glip["group"] == "lonely")]
     assert (row["n_pairs"] == 0).all() and row["fraction"].isna().all()
-    assert out.notes and all(n.startswith("Group view: ") for n in out.notes)
+    assert out.notes and all(n.startswith("Group view") for n in out.notes)
     assert any("engine" in n and "tfidf + ridge" in n for n in out.notes)
+    # below min_group_size (2): reported, not tested, left out of the regressions
+    assert not lonely["tested"].any() and lonely["smd_ok"].isna().all()
+    assert any("'lonely' (n=1)" in n and "not tested" in n for n in out.notes)
+    assert "lonely" not in set(out.tables["group_fairness_coefficients"]["group"])
 
 
 def test_short_answer_grades_get_the_continuous_qwk(demo):
@@ -267,7 +288,11 @@ def test_short_answer_grades_get_the_continuous_qwk(demo):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         expected = sf.group_agreement_report(
-            grades, np.clip(ridge, 0, 1), groups=study.groups, rounding=None
+            grades,
+            np.clip(ridge, 0, 1),
+            groups=study.groups,
+            rounding=None,
+            smd_method="unpooled",
         ).reset_index()
     pd.testing.assert_frame_equal(_block(t["group_agreement"], "tfidf", "ridge"), expected)
     assert not np.allclose(expected["qwk"], np.round(expected["qwk"], 0))

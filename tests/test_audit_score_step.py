@@ -191,3 +191,22 @@ def test_cli_score_step_exit_codes(ellipse, tmp_path, capsys):
     code = main([*args, "--score-step", "0.5", "--out", str(tmp_path / "ok")])
     assert code == 0, capsys.readouterr().err
     assert (tmp_path / "ok" / "report.html").exists()
+
+
+def test_half_points_reach_the_group_view(ellipse):
+    """The group view's QWK counts half points as score points, as the agreement table."""
+    result = _audit(ellipse, score_step=0.5, group_col="gender", sections=["groups"])
+    table = result.tables["group_agreement"]
+    human = ellipse["Overall"].to_numpy()
+    e2 = np.rint(np.clip(ellipse["engine"].to_numpy() * 2, 2 - 0.4998, 10 + 0.4998))
+    for gender in ("Female", "Male"):
+        mask = (ellipse["gender"] == gender).to_numpy()
+        row = table[table["group"] == gender].iloc[0]
+        expected = cohen_kappa_score(
+            np.rint(human[mask] * 2).astype(int), e2[mask].astype(int),
+            labels=np.arange(2, 11), weights="quadratic",
+        )  # fmt: skip
+        assert row["qwk"] == pytest.approx(expected, abs=1e-12)
+        # the audit's SMD (the human SD) on the half-point grid
+        smd = (e2[mask].mean() / 2 - human[mask].mean()) / human[mask].std(ddof=1)
+        assert row["smd"] == pytest.approx(smd, abs=1e-12)

@@ -82,7 +82,7 @@ def audit(
     prompt: str | None = None,
     prompt_col: str | None = None,
     prompts: Mapping[Any, str] | None = None,
-    group_col: str | None = None,
+    group_col: str | Sequence[str] | None = None,
     id_col: str | None = None,
     representations: Sequence[str] | Mapping[str, Any] = ("bow", "tfidf", "sbert"),
     letters: str = "ascii",
@@ -108,11 +108,14 @@ def audit(
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
     smd_method: str = "unpooled",
+    intersections: bool = False,
+    min_group_size: int = 30,
     cache: bool | str | os.PathLike[str] | EmbeddingCache | None = True,
     progress: bool = False,
     title: str | None = None,
     tune_interpreter: bool = False,
     sections: Sequence[str] | None = None,
+    bin_cols: Mapping[str, int] | None = None,
 ) -> AuditResult:
     """Audit scoring systems for individual fairness (are similar essays scored similarly).
 
@@ -203,12 +206,13 @@ def audit(
         The task statement of every prompt id of ``prompt_col`` (ids compare
         as text: ``3`` and ``"3"`` are the same prompt); a prompt without one
         is refused.
-    group_col : str, default=None
-        A group column (e.g. a demographic); adds the group view (see *Group
-        tables* below). Every row needs a label (an empty cell is refused,
-        naming its row), every prompt needs at least two groups, and no group
-        may be called ``"all"`` (the label of the all-essays row). Labels are
-        compared as text.
+    group_col : str or list of str, default=None
+        Group columns (e.g. demographics: ``"race"`` or ``["race",
+        "gender"]``); adds the group view (see *Group tables* below), which
+        analyses each column on its own (a *grouping*). Every row needs a
+        label (an empty cell is refused, naming its row), every prompt needs
+        at least two groups, and no group may be called ``"all"`` (the label
+        of the all-essays row). Labels are compared as text.
     id_col : str, default=None
         Unique essay ids (default: row numbers from 1).
     representations : sequence of str or dict, default=("bow", "tfidf", "sbert")
@@ -323,6 +327,20 @@ def audit(
         which it shows. (RSMTool's ``"johnson"`` and ``"williamson"`` divide
         by population SDs, for subgroups: on the whole data they are these
         two.) The paper's own formula stays in ``abs_smd_paper``.
+    intersections : bool, default=False
+        Also analyse the intersections of the groupings (``group_col`` and
+        ``bin_cols``), every combination of two or more, as groupings of their
+        own named ``"race & gender"`` with labels such as ``"race=Black &
+        gender=F"``.
+    min_group_size : int, default=30
+        The essays a group needs to be tested: a smaller group is reported
+        (its n, means, SDs and estimates) but gets no flags, no intervals and
+        no place in the fairness regressions (the report says "too small to
+        test"). 30 is the usual floor of a group comparison; RSMTool's
+        ``min_n_per_group`` has no default (every group is analysed) and
+        drops small groups from its tables, while here they stay in view.
+        With 1 and ``n_bootstrap > 0``, a group of one essay is refused (no
+        bootstrap interval on fewer than 2 essays).
     cache : bool, str, path or EmbeddingCache, default=True
         Embedding cache of every encoder the audit makes (the ``"sbert"`` and
         ``"laser"`` representations, the ``prompt_similarity_sbert`` feature;
@@ -363,6 +381,13 @@ def audit(
         ``"overview"`` and ``"summary"`` that open the report); None: all. A
         section left out is neither run nor shown, and ``meta["sections"]``
         lists those that were selected (absent when all were).
+    bin_cols : dict of str to int, default=None
+        Numeric columns cut into quantile bins that become groupings of the
+        group view: ``{"word_count": 4}`` gives four groups of about equal
+        size per prompt, labelled with their ranges (``"word_count Q1 [12,
+        143]"``). Ties on a quantile merge bins (a note says so). A column
+        with text or an empty cell, an unknown column or fewer than 2 bins is
+        refused before any work.
 
     Returns
     -------
@@ -378,7 +403,8 @@ def audit(
         score off the scale, all scores equal, identical rater columns, a
         text column of numbers, empty essay, duplicate id, empty group label,
         a single group, a prompt with fewer than 4 essays or without its
-        text, a reserved system name, a fitted model without ``predict`` or
+        text, a reserved system name, a bin column with text, empty cells or
+        fewer than 2 bins, a group of one essay to bootstrap, a fitted model without ``predict`` or
         predicting the wrong number of scores, a representation that finds
         no words, an unreachable ``grammar`` server, too many folds, ...),
         before any other computation. Rows are data rows counted from 1 (the
@@ -407,12 +433,14 @@ def audit(
     ``predictions`` has one column per system (``"<representation>+<model>"``
     for trained baselines).
 
-    **Group tables.** With ``group_col``, four tidy tables put group fairness
-    beside individual fairness, each a direct call of a metric function of
-    :mod:`sklearn_fairaes.metrics` on the systems' scores:
-    ``"group_agreement"``, ``"group_fairness"``,
-    ``"group_fairness_coefficients"`` and ``"group_lipschitz"`` (whose
-    ``overall`` row equals the ``"lipschitz"`` table's ``lipschitz_minmax``).
+    **Group tables.** With ``group_col`` or ``bin_cols``, four tidy tables put
+    group fairness beside individual fairness, each a direct call of a metric
+    function of :mod:`sklearn_fairaes.metrics` on the systems' scores, per
+    grouping (column ``grouping``): ``"group_agreement"`` (with ``tested``,
+    and bootstrap intervals of each tested group's SMD and DSM),
+    ``"group_fairness"``, ``"group_fairness_coefficients"`` and
+    ``"group_lipschitz"`` (whose ``overall`` row equals the ``"lipschitz"``
+    table's ``lipschitz_minmax``).
 
     **Essays to review.** Per representation and system, and for the human
     scores (system ``"human"``: near-identical essays the raters scored far
@@ -494,6 +522,7 @@ def audit(
         prompt_col=prompt_col,
         prompts=prompts,
         group_col=group_col,
+        bin_cols=bin_cols,
         id_col=id_col,
         systems=systems,
         refit=refit,
@@ -700,7 +729,11 @@ def _meta(
         "score_col": plan.score_col,
         "rater_cols": None if plan.rater_cols is None else list(plan.rater_cols),
         "score_step": plan.score_step,
-        "group_col": plan.group_col,
+        "group_col": ", ".join(plan.group_col) or None,
+        "groupings": None if plan.groupings is None else plan.groupings.names(),
+        "bin_cols": None
+        if plan.groupings is None
+        else [n for n, k in plan.groupings.kinds.items() if k == "bins"],
         "reference_col": plan.reference_col,
         "short_answer": plan.short_answer,
         "prompt_given": any(t is not None for t in plan.prompt_texts.values()),
@@ -720,6 +753,8 @@ def _meta(
         "n_bootstrap": plan.settings.n_bootstrap,
         "confidence_level": plan.settings.confidence_level,
         "smd_method": plan.settings.smd_method,
+        "intersections": plan.settings.intersections,
+        "min_group_size": plan.settings.min_group_size,
         # the essays each prompt resampled: two audits pair where these agree
         "ids_digest": {s.prompt: ids_digest(s.ids) for s in studies},
         "features": list(first.feature_names),

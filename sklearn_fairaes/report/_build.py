@@ -30,11 +30,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..resources import require
+from ._groupings import Groupings, plan_groupings, split_group_cols
 from ._inputs import (
     MIN_ESSAYS,
     AuditInputError,
     _check_grammar,
-    _check_groups,
     _check_integer_scale,
     _check_names,
     _check_neural_models,
@@ -249,8 +249,8 @@ class Plan:
     omitted_features: list[dict[str, str]]
     rater_cols: tuple[str, str] | None = None
     raters: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-    group_col: str | None = None
-    groups: NDArray[Any] | None = None
+    group_col: tuple[str, ...] = ()
+    groupings: Groupings | None = None
     paraphrases: list[str] | None = None
     reference_col: str | None = None
     references: list[list[str]] | None = None
@@ -277,7 +277,7 @@ def plan_audit(
     score_step: float | str | None = None,
     prompt_col: str | None,
     prompts: Mapping[Any, str] | None,
-    group_col: str | None,
+    group_col: str | Sequence[str] | None,
     id_col: str | None,
     systems: Any,
     refit: bool | Collection[str],
@@ -285,6 +285,7 @@ def plan_audit(
     reference_col: str | None,
     reference_sep: str | None,
     settings: Settings,
+    bin_cols: Mapping[str, int] | None = None,
 ) -> Plan:
     """Check every input of the audit for every prompt; see the module docstring.
 
@@ -337,10 +338,22 @@ def plan_audit(
             {p: lo for p, ((lo, _), _) in scales.items()},
         )
     raters, rater_names = _raters(data, rater_cols, where, short_answer, declared, step)
-    groups = None
-    if group_col is not None:
-        groups = _check_groups(
-            column(data, group_col, "group"), group_col, prompt_ids, where
+    groupings = None
+    if group_col is not None or bin_cols:
+        groupings = plan_groupings(
+            data,
+            group_col,
+            bin_cols,
+            intersections=bool(settings.intersections),
+            min_group_size=int(settings.min_group_size),
+            n_bootstrap=int(settings.n_bootstrap),
+            prompt_ids=prompt_ids,
+            where=where,
+        )
+    elif settings.intersections:
+        raise AuditInputError(
+            "intersections=True (--intersections) needs group columns (group_col) or "
+            "bin columns (bin_cols) to intersect; add them or leave intersections out"
         )
     ids = _ids(data, id_col, len(essays))
     para = None
@@ -425,8 +438,8 @@ def plan_audit(
         omitted_features=omitted,
         rater_cols=rater_names,
         raters=raters,
-        group_col=group_col,
-        groups=groups,
+        group_col=tuple(split_group_cols(group_col)),
+        groupings=groupings,
         paraphrases=para,
         reference_col=reference_col,
         references=references,
@@ -953,7 +966,9 @@ def _study(
         if plan.raters is None
         else (plan.raters[0][rows], plan.raters[1][rows]),
         rater_cols=plan.rater_cols,
-        groups=None if plan.groups is None else plan.groups[rows],
+        groupings=None
+        if plan.groupings is None
+        else {name: labels[rows] for name, labels in plan.groupings.labels.items()},
         paraphrases=None
         if plan.paraphrases is None
         else [plan.paraphrases[i] for i in rows],
@@ -963,6 +978,8 @@ def _study(
         representations={r: rep for r, (rep, _) in represented.items()},
         score_step=plan.score_step,
     )
+    if plan.groupings is not None:
+        study.notes += [note for q, note in plan.groupings.notes if q == p]
 
     def scaled(s: NDArray[np.float64]) -> NDArray[np.float64]:
         return (s - lo) / (hi - lo) if plan.short_answer else s

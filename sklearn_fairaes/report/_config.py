@@ -511,6 +511,42 @@ AGREEMENT = OptionGroup(
     ),
 )
 
+
+def _add_switch(parser: argparse.ArgumentParser, option: Option) -> None:
+    """A flag that turns an option on (``--intersections``)."""
+    parser.add_argument(
+        str(option.cli_flag), dest=option.name, action="store_true", help=option.help
+    )
+
+
+#: The group view's groupings and which groups it tests.
+GROUP_VIEW = OptionGroup(
+    "group_view",
+    (
+        Option(
+            "intersections",
+            False,
+            (bool,),
+            help="also analyse the intersections of the group and bin columns "
+            "(e.g. race=Black & gender=F)",
+            fix="pass intersections=True or False",
+            add=_add_switch,
+            setting="Group intersections",
+        ),
+        Option(
+            "min_group_size",
+            30,
+            (_INT_1,),
+            help="essays a group needs to be tested (flags, p-values, intervals); a "
+            "smaller group is reported, not tested (default: %(default)s)",
+            fix="pass a number of essays such as min_group_size=30",
+            metavar="N",
+            cli_type=int,
+            setting="Smallest group tested",
+        ),
+    ),
+)
+
 #: Which of the report's sections run and show.
 SECTIONS = OptionGroup(
     "sections",
@@ -562,6 +598,7 @@ GROUPS: tuple[OptionGroup, ...] = (
     REVIEW,
     UNCERTAINTY,
     AGREEMENT,
+    GROUP_VIEW,
     SECTIONS,
     CACHE,
 )

@@ -89,7 +89,11 @@ class Study:
     human score; with ``short_answer`` true, ``human`` and every system's
     scores are grades scaled to [0, 1] by ``score_range``. ``score_step``
     is audit()'s: None for integer score points, a number for a grid of
-    ``low + k * score_step``, or ``"continuous"``.
+    ``low + k * score_step``, or ``"continuous"``. ``groupings``
+    maps each grouping of the group view (a group column, a binned numeric
+    column, an intersection) to the essays' labels; ``groups``, one array of
+    labels, is the same for a study with a single grouping built by hand
+    (see :meth:`grouping_labels`).
     """
 
     prompt: str
@@ -104,6 +108,7 @@ class Study:
     raters: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     rater_cols: tuple[str, str] | None = None
     groups: NDArray[Any] | None = None
+    groupings: dict[str, NDArray[Any]] | None = None
     paraphrases: list[str] | None = None
     paraphrase_source: str | None = None
     references: list[list[str]] | None = None
@@ -142,6 +147,19 @@ class Study:
                 self.ids, n_bootstrap, int(self.settings.random_state), stream=self.prompt
             )
         return self._weights
+
+    def grouping_labels(self) -> dict[str, NDArray[Any]]:
+        """Every grouping of the essays: name -> one label per essay.
+
+        ``groupings`` (what the audit builds: group columns, bins and
+        intersections); else ``groups`` as one grouping named ``"group"``
+        (a study built by hand); else nothing.
+        """
+        if self.groupings:
+            return dict(self.groupings)
+        if self.groups is not None:
+            return {"group": self.groups}
+        return {}
 
     def scored(self, representation: str) -> dict[str, NDArray[np.float64]]:
         """Every system's scores under ``representation``, then the human scores as ``"human"``."""

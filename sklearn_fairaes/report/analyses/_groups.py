@@ -88,9 +88,19 @@ __all__ = ["ANALYSIS", "GROUP_LIPSCHITZ_COLUMNS"]
 
 #: Columns of the ``group_lipschitz`` table, in order.
 GROUP_LIPSCHITZ_COLUMNS = (
-    "representation", "system", "scope", "group", "n_essays", "n_pairs", "n_satisfied",
+    "representation", "system", "grouping", "scope", "group", "n_essays", "n_pairs", "n_satisfied",
     "fraction",
 )  # fmt: skip
+
+
+def _smd_method(study: Study) -> Any:
+    """The SMD denominator of the audit (``smd_method``), for the estimates and their replicates alike."""
+    return getattr(study.settings, "smd_method", "unpooled")
+
+
+# The interval columns of the agreement table (NaN without a bootstrap and for
+# groups too small to test).
+_CI_COLUMNS = ("smd_ci_low", "smd_ci_high", "dsm_ci_low", "dsm_ci_high")
 
 # RSMTool's trim: continuous predictions are clipped to half a point (less a
 # hair, so that rounding stays on the scale) beyond its ends before the QWK,
@@ -114,17 +124,27 @@ def _qwk_options(
         # a grade cannot leave [0, 1]: clipped, as in the grading table
         return (scores if given else np.clip(scores, 0.0, 1.0)), {"rounding": None}
     lo, hi = study.score_range
+    if study.score_step == "continuous":
+        return np.clip(scores, lo - _TRIM, hi + _TRIM), {"rounding": None}
+    if isinstance(study.score_step, float):
+        from ._agreement import score_points
+
+        # on the step's grid; the quadratic-weighted kappa of grid values is
+        # the continuous formula applied to them (the weights' normaliser
+        # cancels), so no integer labels are needed
+        return score_points(study, scores), {"rounding": None}
     if not given:
         scores = np.clip(scores, lo - _TRIM, hi + _TRIM)
     return scores, {"labels": np.arange(lo, hi + 1)}
 
 
 def _lipschitz_rows(
-    representation: str, system: str, result: Any, n: int
+    representation: str, system: str, grouping: str, result: Any, n: int
 ) -> list[tuple[Any, ...]]:
-    """Rows of the ``group_lipschitz`` table for one representation and score series."""
+    """Rows of the ``group_lipschitz`` table for one representation, score series
+    and grouping."""
     rows = [
-        (representation, system, scope, "", n, int(result[pairs]), int(result[hits]),
+        (representation, system, grouping, scope, "", n, int(result[pairs]), int(result[hits]),
          float(result[scope]))
         for scope, pairs, hits in (
             ("overall", "n_pairs", "n_satisfied"),
@@ -137,6 +157,7 @@ def _lipschitz_rows(
             (
                 representation,
                 system,
+                grouping,
                 "group",
                 str(label),
                 int(result["group_n_essays"][k]),
@@ -165,14 +186,14 @@ class _GroupView:
 
     def absent(self, study: Study) -> str | None:
         """Why the group view cannot run on ``study``, or None when it can."""
-        if study.groups is None:
-            return "no group column was given (group_col= / --group-col)"
+        if not study.grouping_labels():
+            return "no group column was given (group_col= / --group-col, bin_cols= / --bin-col)"
         if not study.systems and not study.spaces:
             return "no scoring system and no representation to compare groups with"
         return None
 
     def run(self, study: Study) -> AnalysisOutput:
-        """The four group tables of one study.
+        """The four group tables of one study, one block of rows per grouping.
 
         Examples
         --------
@@ -183,28 +204,81 @@ class _GroupView:
         ...     prompt="all", prompt_text=None, essays=["a", "b", "c", "d"],
         ...     ids=np.arange(1, 5), rows=np.arange(1, 5),
         ...     human=np.array([1.0, 2.0, 3.0, 4.0]), score_range=(1, 4),
-        ...     score_range_source="declared", settings=Settings(),
+        ...     score_range_source="declared",
+        ...     settings=Settings(min_group_size=2, n_bootstrap=0),
         ...     groups=np.array(["x", "y", "x", "y"]),
         ...     systems={"engine": System("engine", "given",
         ...                               {None: np.array([1.0, 2.0, 4.0, 4.0])})})
         >>> out = ANALYSIS.run(study)
-        >>> out.tables["group_agreement"][["system", "group", "n"]].values.tolist()
-        [['engine', 'x', 2], ['engine', 'y', 2], ['engine', 'all', 4]]
+        >>> out.tables["group_agreement"][["grouping", "group", "n", "tested"]].values.tolist()
+        [['group', 'x', 2, True], ['group', 'y', 2, True], ['group', 'all', 4, True]]
         """
-        from ...metrics import (
-            fairness_analyses,
-            group_agreement_report,
-            group_lipschitz_fraction,
-        )
-
         pd = require("pandas", purpose="the audit")
-        groups = study.groups
-        if groups is None:
+        groupings = study.grouping_labels()
+        if not groupings:
             raise ValueError(f"prompt {study.prompt!r} has no groups: {self.absent(study)}")
         collected: dict[str, list[str]] = {}
-        agreement: list[DataFrame] = []
-        summary: list[DataFrame] = []
-        coefficients: list[DataFrame] = []
+        notes: list[str] = []
+        frames: dict[str, list[DataFrame]] = {"agreement": [], "summary": [], "coef": []}
+        replicates: dict[tuple[str, str, str, str], NDArray[np.float64]] = {}
+        rows: list[tuple[Any, ...]] = []
+        for gname, labels in groupings.items():
+            notes += self._grouping(study, gname, labels, collected, frames, replicates)
+            rows += self._lipschitz(study, gname, labels, collected)
+        tables = {
+            "group_agreement": _stacked(frames["agreement"], ["grouping", "group"]),
+            "group_fairness": _stacked(frames["summary"], ["grouping", "metric"]),
+            "group_fairness_coefficients": _stacked(frames["coef"], ["grouping", "metric"]),
+            "group_lipschitz": pd.DataFrame(rows, columns=list(GROUP_LIPSCHITZ_COLUMNS)),
+        }
+        for key in ("group_agreement", "group_fairness", "group_fairness_coefficients"):
+            tables[key] = tables[key].reindex(columns=list(SCHEMA[key]))
+        return AnalysisOutput(
+            tables=tables,
+            notes=notes + pair_notes(collected, "Group view"),
+            replicates=replicates,
+        )
+
+    @staticmethod
+    def _grouping(
+        study: Study,
+        gname: str,
+        labels: NDArray[Any],
+        collected: dict[str, list[str]],
+        frames: dict[str, list[DataFrame]],
+        replicates: dict[tuple[str, str, str, str], NDArray[np.float64]],
+    ) -> list[str]:
+        """The agreement and fairness-regression rows of one grouping; its notes."""
+        from ...metrics import fairness_analyses, group_agreement_report
+        from ...metrics._bootstrap import bootstrap_interval
+        from ...metrics._group_bootstrap import group_agreement_replicates
+
+        min_size = int(getattr(study.settings, "min_group_size", 1))
+        level = float(getattr(study.settings, "confidence_level", 0.95))
+        names, codes, counts = np.unique(labels, return_inverse=True, return_counts=True)
+        names = np.asarray([str(v) for v in names], dtype=object)
+        tested = counts >= min_size
+        notes = []
+        if not tested.all():
+            small = ", ".join(
+                f"{v!r} (n={c})" for v, c in zip(names[~tested], counts[~tested])
+            )
+            notes.append(
+                f"Group view, grouping {gname!r}: group(s) {small} have fewer than "
+                f"min_group_size={min_size} essays; they are reported (n, means, "
+                f"estimates) but not tested: no flags, no intervals, and they are left "
+                f"out of the fairness regressions (OSA, OSD, CSD)."
+            )
+        keep = tested[codes]
+        if tested.sum() < 2:
+            notes.append(
+                f"Group view, grouping {gname!r}: fewer than 2 groups have "
+                f"min_group_size={min_size} essays, so no fairness regression is fitted."
+            )
+        weights = study.bootstrap_weights()
+        # replicates of the tested groups, then of all essays (one more column)
+        rep_codes = np.where(keep, np.searchsorted(np.flatnonzero(tested), codes), -1)
+        n_rep = int(tested.sum())
         for name, system in study.systems.items():
             for representation, raw in system.agreement_rows():
                 where = f"{representation} + {name}" if representation else name
@@ -215,25 +289,85 @@ class _GroupView:
                     group_agreement_report,
                     study.human,
                     scores,
-                    groups=groups,
+                    groups=labels,
+                    smd_method=_smd_method(study),
                     keep=UndefinedMetricWarning,
                     **options,
                 ).reset_index()
+                report["group"] = report["group"].astype(str)
+                is_tested = [
+                    g == "all" or bool(tested[names.tolist().index(g)])
+                    for g in report["group"]
+                ]
+                report["tested"] = is_tested
+                if not all(is_tested):
+                    # no flag on a group too small to test (object column: None)
+                    for flag in ("qwk_ok", "smd_ok", "dsm_ok"):
+                        report[flag] = report[flag].astype(object).where(is_tested, None)
+                ci = {c: np.full(len(report), np.nan) for c in _CI_COLUMNS}
+                if weights is not None:
+                    reps = group_agreement_replicates(
+                        study.human,
+                        scores,
+                        rep_codes,
+                        n_rep,
+                        weights,
+                        smd_method=_smd_method(study),
+                    )
+                    every = group_agreement_replicates(
+                        study.human, scores, np.zeros(study.n, dtype=np.intp), 1, weights,
+                        smd_method=_smd_method(study),
+                    )  # fmt: skip
+                    order = {str(v): k for k, v in enumerate(names[tested])}
+                    for i, g in enumerate(report["group"]):
+                        for stat in ("smd", "dsm"):
+                            if g == "all":
+                                r = every[stat][:, 0]
+                            elif g in order:
+                                r = reps[stat][:, order[g]]
+                            else:
+                                continue
+                            low, high = bootstrap_interval(r, level)
+                            ci[f"{stat}_ci_low"][i], ci[f"{stat}_ci_high"][i] = low, high
+                            column = f"{stat}[{gname}={g}]"
+                            replicates[
+                                ("group_agreement", representation, name, column)
+                            ] = r
+                for c, values in ci.items():
+                    report[c] = values
+                frames["agreement"].append(
+                    report.assign(
+                        representation=representation, system=name, grouping=gname
+                    )
+                )
+                if tested.sum() < 2:
+                    continue
                 fair = noting(
                     collected,
                     where,
                     fairness_analyses,
-                    study.human,
-                    scores,
-                    groups=groups,
+                    study.human[keep],
+                    scores[keep],
+                    groups=labels[keep],
                     keep=UndefinedMetricWarning,
                 )
                 for frame, out in (
-                    (report, agreement),
-                    (fair.summary.reset_index(), summary),
-                    (fair.coefficients, coefficients),
+                    (fair.summary.reset_index(), frames["summary"]),
+                    (fair.coefficients, frames["coef"]),
                 ):
-                    out.append(frame.assign(representation=representation, system=name))
+                    out.append(
+                        frame.assign(
+                            representation=representation, system=name, grouping=gname
+                        )  # fmt: skip
+                    )
+        return notes
+
+    @staticmethod
+    def _lipschitz(
+        study: Study, gname: str, labels: NDArray[Any], collected: dict[str, list[str]]
+    ) -> list[tuple[Any, ...]]:
+        """The ``group_lipschitz`` rows of one grouping (every group: counts, no test)."""
+        from ...metrics import group_lipschitz_fraction
 
         rows: list[tuple[Any, ...]] = []
         for rname, space in study.spaces.items():
@@ -252,20 +386,14 @@ class _GroupView:
                         group_lipschitz_fraction,
                         space.pairs,
                         scores,
-                        groups=groups,
+                        groups=labels,
                         metric=space.metric,
                         normalize="minmax",
                         n_jobs=study.settings.n_jobs,
                         keep=UndefinedMetricWarning,
                     )
-                rows += _lipschitz_rows(rname, sname, result, study.n)
-        tables = {
-            "group_agreement": _stacked(agreement, ["group"]),
-            "group_fairness": _stacked(summary, ["metric"]),
-            "group_fairness_coefficients": _stacked(coefficients, ["metric"]),
-            "group_lipschitz": pd.DataFrame(rows, columns=list(GROUP_LIPSCHITZ_COLUMNS)),
-        }
-        return AnalysisOutput(tables=tables, notes=pair_notes(collected, "Group view"))
+                rows += _lipschitz_rows(rname, sname, gname, result, study.n)
+        return rows
 
 
 #: The group view, as the audit runs it.
@@ -295,10 +423,53 @@ def _by_system(
     return out
 
 
+# what a flag cell of a group below min_group_size says
+_UNTESTED = Cell("too small to test", "na")
+
+
+def _tested_flag(value: object, tested: object) -> Cell:
+    return _flag(value) if tested is not False else _UNTESTED
+
+
+def _with_ci(value: object, low: object, high: object) -> Cell:
+    """A figure and its interval: ``0.123 [0.051, 0.204]`` (the figure alone without one)."""
+    cell = _num(value)
+    if cell.kind == "na" or _num(low).kind == "na" or _num(high).kind == "na":
+        return cell
+    return Cell(f"{cell.text} [{_num(low).text}, {_num(high).text}]", numeric=True)
+
+
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
-    """The group view's agreement, fairness models and Lipschitz fractions per group."""
+    """The group view, one block per grouping (see :func:`_grouping_view`).
+
+    ``blocks`` lists ``{"grouping", "agreement", "fairness", "coefficients",
+    "lipschitz"}`` per grouping, in the tables' order; the top-level keys are
+    the first block's.
+    """
+    names: list[str] = []
+    for table in tables.values():
+        if table is not None and "grouping" in getattr(table, "columns", ()):
+            names += [str(g) for g in table["grouping"]]
+    names = list(dict.fromkeys(names))
+    if not names:
+        block = _grouping_view(tables, meta)
+        return {**block, "blocks": [{"grouping": None, **block}]}
+    blocks = []
+    for name in names:
+        part = {
+            key: None
+            if table is None or "grouping" not in getattr(table, "columns", ())
+            else table[table["grouping"].astype(str) == name]
+            for key, table in tables.items()
+        }
+        blocks.append({"grouping": name, **_grouping_view(part, meta)})
+    return {**{k: v for k, v in blocks[0].items() if k != "grouping"}, "blocks": blocks}
+
+
+def _grouping_view(tables: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The agreement, fairness models and Lipschitz fractions of one grouping."""
     out: dict[str, Any] = {
         "agreement": None,
         "fairness": None,
@@ -323,6 +494,7 @@ def view(
                 "_all", kind="stable"
             )
             for g in part.to_dict("records"):
+                tested = g.get("tested")
                 rows.append(
                     [
                         _rep(r),
@@ -332,14 +504,19 @@ def view(
                         _mean_sd(g["human_mean"], g["human_sd"]),
                         _mean_sd(g["machine_mean"], g["machine_sd"]),
                         _num(g["qwk"]),
-                        _flag(g["qwk_ok"]),
-                        _num(g["smd"]),
-                        _flag(g["smd_ok"]),
-                        _num(g["dsm"]),
-                        _flag(g["dsm_ok"]),
+                        _tested_flag(g["qwk_ok"], tested),
+                        _with_ci(g["smd"], g.get("smd_ci_low"), g.get("smd_ci_high")),
+                        _tested_flag(g["smd_ok"], tested),
+                        _with_ci(g["dsm"], g.get("dsm_ci_low"), g.get("dsm_ci_high")),
+                        _tested_flag(g["dsm_ok"], tested),
                     ]
                 )
-        column = f" (column {meta['group_col']})" if meta.get("group_col") else ""
+        grouping = set(table["grouping"].astype(str)) if "grouping" in table else set()
+        columns = [c.strip() for c in str(meta.get("group_col") or "").split(",")]
+        name = next(iter(grouping)) if len(grouping) == 1 else None
+        column = (
+            "" if name is None else f" (column {name})" if name in columns else f" ({name})"
+        )
         out["agreement"] = _table(
             [
                 "Representation", "System", "Group", "n", "Human score (mean ± SD)",
@@ -349,7 +526,8 @@ def view(
             ],
             rows,
             caption=f"Agreement with the human score by group{column}; DSM against all "
-            "essays, as in RSMTool's report",
+            "essays, as in RSMTool's report; SMD and DSM with their bootstrap interval "
+            "[low, high] where there is one",
             flags={7, 9, 11},
         )  # fmt: skip
     if _present(tables, "group_fairness"):
@@ -683,6 +861,25 @@ def figures(tables: Mapping[str, pd.DataFrame], ctx: FigureContext) -> dict[str,
     return out
 
 
+#: The columns of the group view's tables, in order.
+SCHEMA: dict[str, tuple[str, ...]] = {
+    "group_agreement": (
+        "representation", "system", "grouping", "group", "n", "human_mean", "human_sd",
+        "machine_mean", "machine_sd", "qwk", "smd", "smd_ci_low", "smd_ci_high", "dsm",
+        "dsm_ci_low", "dsm_ci_high", "qwk_ok", "smd_ok", "dsm_ok", "tested",
+    ),
+    "group_fairness": (
+        "representation", "system", "grouping", "metric", "name", "r2", "r2_adjusted",
+        "f_statistic", "df_num", "df_denom", "p_value", "base_group",
+    ),
+    "group_fairness_coefficients": (
+        "representation", "system", "grouping", "metric", "group", "term", "estimate",
+        "std_error", "t_statistic", "p_value", "ci_low", "ci_high",
+    ),
+    "group_lipschitz": tuple(GROUP_LIPSCHITZ_COLUMNS),
+}  # fmt: skip
+
+
 SECTION = Section(
     "groups",
     (
@@ -699,51 +896,7 @@ SECTION = Section(
     ),
     analysis=ANALYSIS,
     view=view,
-    schema={
-        "group_agreement": (
-            "representation",
-            "system",
-            "group",
-            "n",
-            "human_mean",
-            "human_sd",
-            "machine_mean",
-            "machine_sd",
-            "qwk",
-            "smd",
-            "dsm",
-            "qwk_ok",
-            "smd_ok",
-            "dsm_ok",
-        ),
-        "group_fairness": (
-            "representation",
-            "system",
-            "metric",
-            "name",
-            "r2",
-            "r2_adjusted",
-            "f_statistic",
-            "df_num",
-            "df_denom",
-            "p_value",
-            "base_group",
-        ),
-        "group_fairness_coefficients": (
-            "representation",
-            "system",
-            "metric",
-            "group",
-            "term",
-            "estimate",
-            "std_error",
-            "t_statistic",
-            "p_value",
-            "ci_low",
-            "ci_high",
-        ),
-        "group_lipschitz": tuple(GROUP_LIPSCHITZ_COLUMNS),
-    },  # fmt: skip
+    schema=SCHEMA,
     figures=figures,
     figure_names=("group_agreement", "group_lipschitz"),
     color_keys=(("group_lipschitz", "system"),),

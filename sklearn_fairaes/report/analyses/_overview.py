@@ -98,6 +98,20 @@ def view(
             else Cell("none given"),
         ),
         ("Group column", Cell(str(meta.get("group_col") or "none given"))),
+        (
+            "Groupings",
+            listing(meta["groupings"]) if meta.get("groupings") else Cell("none"),
+        ),
+        (
+            setting_label("intersections"),
+            Cell("yes" if meta.get("intersections") else "no"),
+        ),
+        (
+            setting_label("min_group_size"),
+            Cell(f"{meta['min_group_size']} essays")
+            if meta.get("groupings") and meta.get("min_group_size") is not None
+            else Cell("no groups"),
+        ),
         ("Prompt given", Cell("yes" if meta.get("prompt_given") else "no")),
         (
             setting_label("representations"),
