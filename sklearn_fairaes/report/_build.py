@@ -42,6 +42,7 @@ from ._inputs import (
     _check_perturbations,
     _check_text_not_numeric,
     _chosen_features,
+    _covariates,
     _declared,
     _given,
     _ids,
@@ -248,6 +249,7 @@ class Plan:
     raters: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     group_col: str | None = None
     groups: NDArray[Any] | None = None
+    covariates: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     paraphrases: list[str] | None = None
     reference_col: str | None = None
     references: list[list[str]] | None = None
@@ -275,6 +277,7 @@ def plan_audit(
     group_col: str | None,
     id_col: str | None,
     systems: Any,
+    covariate_cols: str | Sequence[str] | None = None,
     refit: bool | Collection[str],
     paraphrases: str | Sequence[str] | None,
     reference_col: str | None,
@@ -322,6 +325,7 @@ def plan_audit(
         groups = _check_groups(
             column(data, group_col, "group"), group_col, prompt_ids, where
         )
+    covariates = _covariates(data, covariate_cols, where)
     ids = _ids(data, id_col, len(essays))
     para = None
     if paraphrases is not None:
@@ -407,6 +411,7 @@ def plan_audit(
         raters=raters,
         group_col=group_col,
         groups=groups,
+        covariates=covariates,
         paraphrases=para,
         reference_col=reference_col,
         references=references,
@@ -933,6 +938,7 @@ def _study(
         else (plan.raters[0][rows], plan.raters[1][rows]),
         rater_cols=plan.rater_cols,
         groups=None if plan.groups is None else plan.groups[rows],
+        covariates={name: values[rows] for name, values in plan.covariates.items()},
         paraphrases=None
         if plan.paraphrases is None
         else [plan.paraphrases[i] for i in rows],

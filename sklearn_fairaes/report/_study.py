@@ -86,7 +86,8 @@ class Study:
     ``prompt`` is the prompt id as text (``"all"`` when the data has no
     prompt column); ``rows`` the data rows (from 1, header not counted) of
     its essays in the user's table, for messages. ``human`` is the resolved
-    human score; with ``short_answer`` true, ``human`` and every system's
+    human score; ``covariates`` the user's numeric columns (``covariate_cols``)
+    by name; with ``short_answer`` true, ``human`` and every system's
     scores are grades scaled to [0, 1] by ``score_range``.
     """
 
@@ -102,6 +103,7 @@ class Study:
     raters: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     rater_cols: tuple[str, str] | None = None
     groups: NDArray[Any] | None = None
+    covariates: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     paraphrases: list[str] | None = None
     paraphrase_source: str | None = None
     references: list[list[str]] | None = None
