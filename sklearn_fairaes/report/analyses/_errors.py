@@ -126,7 +126,7 @@ def error_correlation(
     >>> e = np.array([2.0, 1, 1, 0, -1, 0])
     >>> out = error_correlation(e, x)
     >>> round(out["pearson_r"], 3), round(out["slope"], 3)
-    (-0.882, -0.895)
+    (-0.866, -0.909)
     """
     from scipy import stats
 
@@ -502,7 +502,8 @@ def finding(rows: list[dict[str, Any]], mean_error: float | None, level: float) 
     if not defined:
         if mean_error is not None and mean_error == 0:
             return f"{who} gives every essay its human score: its error is 0 throughout."
-        if mean_error is not None and all(r["slope"] == 0 for r in rows):
+        slopes = [r["slope"] for r in rows if r["slope"] == r["slope"]]
+        if mean_error is not None and slopes and all(v == 0 for v in slopes):
             return (
                 f"{who}: the error is {mean_error:+.3g} for every essay, a constant "
                 f"offset that no variable explains."
