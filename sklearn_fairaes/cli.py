@@ -474,6 +474,8 @@ def _run_audit(
         rater_cols=_split(args.rater_cols),
         prompt=prompt,
         group_col=_split(args.group_col),
+        # the demo command has no --covariate-cols
+        covariate_cols=_split(getattr(args, "covariate_cols", None)),
         id_col=args.id_col,
         **{**_option_values(args), **options},
         paraphrases=paraphrases,
@@ -1017,6 +1019,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="COL:K[,COL:K...]",
         help="numeric column cut into K quantile bins, a grouping of the group view "
         "(e.g. word_count:4); repeatable",
+    )
+    p_audit.add_argument(
+        "--covariate-cols",
+        default=None,
+        metavar="COLS",
+        help="numeric columns, separated by commas, that the error section relates "
+        "each system's error to (beside the interpretable features)",
     )
     p_audit.add_argument("--id-col", default=None, help="column of unique essay ids")
     p_audit.add_argument(

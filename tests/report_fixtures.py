@@ -698,7 +698,44 @@ def _prompt_tables(
                 for i, m in enumerate((1, 2, 4))
             ]
         )
+    tables.update(_error_tables(agreement_rows, preds, features, raw))
     return tables
+
+
+def _error_tables(agreement_rows, preds, features, raw):
+    """The error section's tables, computed by its own functions on the fake scores."""
+    from sklearn_fairaes.report.analyses._errors import (
+        BIN_COLUMNS,
+        CORRELATE_COLUMNS,
+        REGRESSION_COLUMNS,
+        error_bins,
+        error_correlation,
+        hc3_regression,
+    )
+
+    corr, reg, bins = [], [], []
+    Z = (raw - raw.mean(axis=0)) / raw.std(axis=0, ddof=1)
+    for r, m, _ in agreement_rows:
+        error = np.asarray(preds[m if r == "" else f"{r}+{m}"], float) - preds["score"]
+        key = {"system": m, "representation": r, "source": "feature"}
+        for j, f in enumerate(features):
+            corr.append({**key, "variable": f, "n": len(error),
+                         **error_correlation(error, raw[:, j])})  # fmt: skip
+            bins += [{**key, "variable": f, **b} for b in error_bins(error, raw[:, j])]
+        fit = hc3_regression(error, Z)
+        if fit is None:  # fewer essays than the regression needs
+            continue
+        for k, term in enumerate(["intercept", *features]):
+            reg.append({**key, "term": term, "source": "" if k == 0 else "feature",
+                        "n": len(error), "coefficient": fit["coefficient"][k],
+                        "se_hc3": fit["se_hc3"][k], "coefficient_ci_low": fit["ci_low"][k],
+                        "coefficient_ci_high": fit["ci_high"][k],
+                        "p_value": fit["p_value"][k], "r_squared": fit["r_squared"]})  # fmt: skip
+    return {
+        "error_correlates": pd.DataFrame(corr, columns=list(CORRELATE_COLUMNS)),
+        "error_regression": pd.DataFrame(reg, columns=list(REGRESSION_COLUMNS)),
+        "error_bins": pd.DataFrame(bins, columns=list(BIN_COLUMNS)),
+    }
 
 
 def _group_tables(rng, reps, mods, groups, n_essays):

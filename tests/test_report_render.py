@@ -357,7 +357,7 @@ def _section(page, number):
 
 def test_group_view_shows_every_group_table(page, audit):
     tables, _ = audit
-    section = _section(page, 8)
+    section = _section(page, 9)
     agreement = tables["group_agreement"]
     for value in agreement["dsm"]:
         assert f'<td class="num">{value:.3f}</td>' in section
@@ -391,8 +391,8 @@ def test_group_view_with_only_the_lipschitz_table(audit):
     tables, meta = audit
     kept = {k: v for k, v in tables.items() if k not in GROUP_TABLES[:3]}
     page = render_html(kept, meta, {})
-    assert "8 Group view" in _headings(page)
-    section = _section(page, 8)
+    assert "9 Group view" in _headings(page)
+    section = _section(page, 9)
     assert section.count("Not available in this run") == 2
     assert "Within male (n = 20)" in section
 
@@ -555,7 +555,7 @@ def test_an_empty_audit_renders_with_reasons():
     ]
     assert "no perturbations were requested" in page
     assert "<img" not in page
-    assert page.count("not available in this run (its table is missing)") == 6
+    assert page.count("not available in this run (its table is missing)") == 7
     assert "Not run: no paraphrases were given or generated." in page
 
 
@@ -683,7 +683,7 @@ def test_to_json_dict_names_a_value_without_json_form():
 
 def test_counterfactual_section_shows_every_edit_escaped(page, audit):
     tables, _ = audit
-    section = _section(page, 9)
+    section = _section(page, 10)
     assert section.startswith("Counterfactual edits")
     for name in tables["perturbation"]["perturbation"].unique():
         assert name in section
@@ -916,7 +916,7 @@ def test_short_answer_section_shows_grading_and_coverage():
     page = render_html(tables, meta, {})
     grading = tables["grading"]
     part = _part(page, 4)
-    assert "4.7 Short answers: grading and reference coverage</h3>" in part
+    assert "4.8 Short answers: grading and reference coverage</h3>" in part
     for value in grading.loc[grading["prompt"] == "q2", "wrmse"]:
         assert f"{value:.3f}" in part
     summary = page.split('<section id="section-2">')[1].split("</section>")[0]

@@ -83,6 +83,7 @@ def audit(
     prompt_col: str | None = None,
     prompts: Mapping[Any, str] | None = None,
     group_col: str | Sequence[str] | None = None,
+    covariate_cols: str | Sequence[str] | None = None,
     id_col: str | None = None,
     representations: Sequence[str] | Mapping[str, Any] = ("bow", "tfidf", "sbert"),
     letters: str = "ascii",
@@ -213,6 +214,12 @@ def audit(
         label (an empty cell is refused, naming its row), every prompt needs
         at least two groups, and no group may be called ``"all"`` (the label
         of the all-essays row). Labels are compared as text.
+    covariate_cols : str or sequence of str, default=None
+        Numeric columns (e.g. ``word_count``, an age) that the error section
+        (*Where the errors come from*) relates each system's error to, beside
+        the interpretable features; one string may list several, separated by
+        commas. A column with text, an empty cell or an infinite value is
+        refused, naming the column and its first such rows.
     id_col : str, default=None
         Unique essay ids (default: row numbers from 1).
     representations : sequence of str or dict, default=("bow", "tfidf", "sbert")
@@ -442,6 +449,15 @@ def audit(
     ``"group_lipschitz"`` (whose ``overall`` row equals the ``"lipschitz"``
     table's ``lipschitz_minmax``).
 
+    **Error tables.** Per system (and representation, for trained
+    baselines), ``"error_correlates"`` relates the error (system minus human)
+    to every interpretable feature and every ``covariate_cols`` column
+    (Pearson's r with its Fisher-z interval and p-value, Spearman's rho, the
+    error points per SD of the variable), ``"error_regression"`` regresses it
+    on all of them jointly (standardised; HC3 robust errors) and
+    ``"error_bins"`` gives its mean in quantile bins of each variable; see
+    :mod:`sklearn_fairaes.report.analyses._errors`.
+
     **Essays to review.** Per representation and system, and for the human
     scores (system ``"human"``: near-identical essays the raters scored far
     apart), ``"review_list"`` holds the ``n_review`` essays scored farthest
@@ -523,6 +539,7 @@ def audit(
         prompts=prompts,
         group_col=group_col,
         bin_cols=bin_cols,
+        covariate_cols=covariate_cols,
         id_col=id_col,
         systems=systems,
         refit=refit,
@@ -734,6 +751,7 @@ def _meta(
         "bin_cols": None
         if plan.groupings is None
         else [n for n, k in plan.groupings.kinds.items() if k == "bins"],
+        "covariate_cols": list(plan.covariates),
         "reference_col": plan.reference_col,
         "short_answer": plan.short_answer,
         "prompt_given": any(t is not None for t in plan.prompt_texts.values()),

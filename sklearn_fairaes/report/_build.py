@@ -42,6 +42,7 @@ from ._inputs import (
     _check_perturbations,
     _check_text_not_numeric,
     _chosen_features,
+    _covariates,
     _declared,
     _given,
     _ids,
@@ -251,6 +252,7 @@ class Plan:
     raters: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     group_col: tuple[str, ...] = ()
     groupings: Groupings | None = None
+    covariates: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     paraphrases: list[str] | None = None
     reference_col: str | None = None
     references: list[list[str]] | None = None
@@ -280,6 +282,7 @@ def plan_audit(
     group_col: str | Sequence[str] | None,
     id_col: str | None,
     systems: Any,
+    covariate_cols: str | Sequence[str] | None = None,
     refit: bool | Collection[str],
     paraphrases: str | Sequence[str] | None,
     reference_col: str | None,
@@ -355,6 +358,7 @@ def plan_audit(
             "intersections=True (--intersections) needs group columns (group_col) or "
             "bin columns (bin_cols) to intersect; add them or leave intersections out"
         )
+    covariates = _covariates(data, covariate_cols, where)
     ids = _ids(data, id_col, len(essays))
     para = None
     if paraphrases is not None:
@@ -440,6 +444,7 @@ def plan_audit(
         raters=raters,
         group_col=tuple(split_group_cols(group_col)),
         groupings=groupings,
+        covariates=covariates,
         paraphrases=para,
         reference_col=reference_col,
         references=references,
@@ -969,6 +974,7 @@ def _study(
         groupings=None
         if plan.groupings is None
         else {name: labels[rows] for name, labels in plan.groupings.labels.items()},
+        covariates={name: values[rows] for name, values in plan.covariates.items()},
         paraphrases=None
         if plan.paraphrases is None
         else [plan.paraphrases[i] for i in rows],

@@ -590,6 +590,56 @@ def _check_groups(
     return labels
 
 
+def _covariates(
+    data: DataFrame, covariate_cols: str | Sequence[str] | None, where: _Where
+) -> dict[str, NDArray[np.float64]]:
+    """The covariate columns as floats, by name; refuse a cell that is not a number.
+
+    An unknown column, a blank or missing cell, text and infinities stop the
+    audit before any work, naming the column and its first bad data rows with
+    their values: the error section would otherwise drop or misread essays.
+    """
+    from .._validation import _as_number
+
+    if covariate_cols is None:
+        return {}
+    if not isinstance(covariate_cols, str) and not (
+        isinstance(covariate_cols, Sequence)
+        and all(isinstance(c, str) for c in covariate_cols)
+    ):
+        raise AuditInputError(
+            f"covariate_cols must be column names (a list, or one string of names "
+            f"separated by commas), got {type(covariate_cols).__name__}"
+        )
+    out = {}
+    for name in _names(covariate_cols, "covariate_cols"):
+        raw = column(data, name, "covariate")
+        cells = raw.tolist()
+        # a True/False column (e.g. 'is an English learner') counts as 1/0
+        parsed = [
+            float(v) if isinstance(v, (bool, np.bool_)) else _as_number(v) for v in cells
+        ]
+        values = np.array([np.nan if v is None else v for v in parsed], dtype=float)
+        blank = _blank(raw) | np.array([v is not None and v != v for v in parsed])
+        text = np.array([v is None for v in parsed]) & ~blank
+        for bad, what, fix in (
+            (blank, "is empty", "fill those cells or drop the rows"),
+            (text, "holds text", "give numbers (e.g. 152, not '152 words')"),
+            (np.isinf(values), "holds an infinite value", "give finite numbers"),
+        ):
+            if bad.any():
+                first = np.flatnonzero(bad)[:3]
+                shown = "; ".join(f"{where.row(int(i))}: {short(cells[i])}" for i in first)
+                raise AuditInputError(
+                    f"covariate column {name!r} {what} in {int(bad.sum())} row(s) "
+                    f"({shown}{'; ...' if bad.sum() > 3 else ''}); a covariate must be "
+                    f"a number for every essay: {fix}, or leave the column out of "
+                    f"covariate_cols (--covariate-cols)"
+                )
+        out[name] = values
+    return out
+
+
 def _ids(data: DataFrame, id_col: str | None, n: int) -> NDArray[Any]:
     pd = require("pandas", purpose="the audit")
     if id_col is None:

@@ -93,7 +93,8 @@ class Study:
     maps each grouping of the group view (a group column, a binned numeric
     column, an intersection) to the essays' labels; ``groups``, one array of
     labels, is the same for a study with a single grouping built by hand
-    (see :meth:`grouping_labels`).
+    (see :meth:`grouping_labels`). ``covariates`` holds the user's numeric columns
+    (``covariate_cols``) by name.
     """
 
     prompt: str
@@ -109,6 +110,7 @@ class Study:
     rater_cols: tuple[str, str] | None = None
     groups: NDArray[Any] | None = None
     groupings: dict[str, NDArray[Any]] | None = None
+    covariates: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     paraphrases: list[str] | None = None
     paraphrase_source: str | None = None
     references: list[list[str]] | None = None

@@ -30,6 +30,7 @@ from .._plots import (
 from ._agreement import SECTION as AGREEMENT
 from ._base import Analysis, AnalysisOutput, FigureContext, Heading, Section
 from ._counterfactual import SECTION as COUNTERFACTUAL
+from ._errors import SECTION as ERRORS
 from ._extremes import SECTION as EXTREMES
 from ._groups import SECTION as GROUPS
 from ._lipschitz import SECTION as LIPSCHITZ
@@ -52,6 +53,7 @@ SECTIONS: list[Section] = [
     PARAPHRASE,
     LIPSCHITZ,
     REVIEW,
+    ERRORS,
     GROUPS,
     COUNTERFACTUAL,
     SHORT_ANSWERS,
