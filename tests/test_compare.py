@@ -213,22 +213,22 @@ def test_compare_reasons_seed_and_bootstrap(audits):
 
 def test_compare_three_and_extra_lipschitz_column(audits):
     tables = {k: v.copy() if k == "lipschitz" else v for k, v in audits["a"].tables.items()}
-    tables["lipschitz"]["lipschitz_matched"] = [0.9, 0.8]
+    tables["lipschitz"]["lipschitz_extra"] = [0.9, 0.8]
     a = AuditResult(tables, audits["a"].meta, audits["a"].replicates)
     tables_b = {
         k: v.copy() if k == "lipschitz" else v for k, v in audits["b"].tables.items()
     }
-    tables_b["lipschitz"]["lipschitz_matched"] = [0.95, 0.8]
+    tables_b["lipschitz"]["lipschitz_extra"] = [0.95, 0.8]
     b = AuditResult(tables_b, audits["b"].meta, audits["b"].replicates)
     result = compare(a, b, a)
     diffs = result.tables["differences"]
     matched = diffs[
-        (diffs["figure"] == "lipschitz_matched") & (diffs["system"] == "engine")
+        (diffs["figure"] == "lipschitz_extra") & (diffs["system"] == "engine")
     ]
     assert list(matched["other"]) == ["B", "C"]
     assert matched["difference"].tolist() == pytest.approx([0.05, 0.0])
     # a column only one audit has is not compared
-    assert "lipschitz_matched" not in set(
+    assert "lipschitz_extra" not in set(
         compare(a, audits["b"]).tables["values"]["figure"]
     )
 

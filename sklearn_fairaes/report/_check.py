@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._audit import AuditResult
 from ._compare import COMPARED_TABLES, _figure_columns, _number
+from ._result import AuditResult
 
 if TYPE_CHECKING:
     from pandas import DataFrame

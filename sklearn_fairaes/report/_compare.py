@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..metrics._bootstrap import paired_difference
-from ._audit import AuditResult
+from ._result import AuditResult
 
 if TYPE_CHECKING:
     from pandas import DataFrame
