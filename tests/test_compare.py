@@ -222,15 +222,11 @@ def test_compare_three_and_extra_lipschitz_column(audits):
     b = AuditResult(tables_b, audits["b"].meta, audits["b"].replicates)
     result = compare(a, b, a)
     diffs = result.tables["differences"]
-    matched = diffs[
-        (diffs["figure"] == "lipschitz_extra") & (diffs["system"] == "engine")
-    ]
+    matched = diffs[(diffs["figure"] == "lipschitz_extra") & (diffs["system"] == "engine")]
     assert list(matched["other"]) == ["B", "C"]
     assert matched["difference"].tolist() == pytest.approx([0.05, 0.0])
     # a column only one audit has is not compared
-    assert "lipschitz_extra" not in set(
-        compare(a, audits["b"]).tables["values"]["figure"]
-    )
+    assert "lipschitz_extra" not in set(compare(a, audits["b"]).tables["values"]["figure"])
 
 
 def test_compare_refusals(audits):
