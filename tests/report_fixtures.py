@@ -829,9 +829,15 @@ def _group_tables(rng, reps, mods, groups, n_essays):
                         "fraction": fraction,
                     }
                 )
-    return {
+    frames = {
         "group_agreement": pd.DataFrame(agreement),
         "group_fairness": pd.DataFrame(summary),
         "group_fairness_coefficients": pd.DataFrame(coefficients),
         "group_lipschitz": pd.DataFrame(lipschitz),
     }
+    # one grouping, the group column; every group large enough to be tested and
+    # no bootstrap (the interval columns empty)
+    for frame in frames.values():
+        frame.insert(frame.columns.get_loc("system") + 1, "grouping", "group")
+    frames["group_agreement"]["tested"] = True
+    return {name: frame.reindex(columns=_CONTRACT[name]) for name, frame in frames.items()}
