@@ -170,6 +170,7 @@ PAIRS_LAYERS = [
     "_reducers",
     "_keys",
     "_counters",
+    "_bootstrap_pairs",
     "_review_stats",
     "_review_fused",
     "_review_screened",

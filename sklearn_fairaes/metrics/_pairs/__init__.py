@@ -45,6 +45,9 @@ cycle):
     keys of distances, and selection of order statistics.
 ``_counters``
     The Lipschitz counters: exact, float32-screened, score-sorted.
+``_bootstrap_pairs``
+    The weighted Lipschitz counts of all essay-level bootstrap replicates
+    (and several conditions) in one pass: a matrix product per block.
 ``_review_stats``, ``_review_fused``, ``_review_screened``, ``_review_pass``
     The one pass behind the review metrics (neighbours, violations, profile):
     shared statistics, the fused float64 pass, the float32-screened pass, and

@@ -1,0 +1,217 @@
+"""The essay-level bootstrap of pair statistics (issue 33, item 3).
+
+Each check compares with a computation made another way: the resampled
+essays written out row by row and counted by brute force, the Hoeffding
+variance of a U-statistic, a simulation with a known population value.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist
+from scipy.stats import binom
+
+from sklearn_fairaes.metrics import lipschitz_fraction
+from sklearn_fairaes.metrics._bootstrap import paired_difference, replicate_weights
+from sklearn_fairaes.metrics._pairs._bootstrap_pairs import (
+    LipschitzCondition,
+    replicate_lipschitz_fractions,
+    replicate_pair_totals,
+)
+from sklearn_fairaes.metrics._pairs._engine import PairwiseEngine
+
+
+def _minmax(v, lo, hi):
+    return (v - lo) / (hi - lo)
+
+
+def _brute_force(X, y, w, d_range, o_range, L=1.0, groups=None, pairs="all"):
+    """The fraction over the resampled set written out essay copy by copy."""
+    idx = np.repeat(np.arange(len(y)), w.astype(int))
+    count = total = 0
+    for a in range(len(idx)):
+        for b in range(a + 1, len(idx)):
+            i, j = idx[a], idx[b]
+            if i == j:
+                continue  # two copies of one essay are not a pair of two essays
+            if groups is not None:
+                same = groups[i] == groups[j]
+                if (pairs == "within") != same:
+                    continue
+            d = pdist(X[[i, j]], "cosine")[0]
+            o = abs(y[i] - y[j])
+            total += 1
+            count += _minmax(o, *o_range) <= L * _minmax(d, *d_range)
+    return count / total
+
+
+@pytest.mark.parametrize("groups_pairs", [None, "within", "between"])
+def test_replicate_counts_equal_brute_force_on_resampled_rows(groups_pairs):
+    rng = np.random.default_rng(0)
+    n = 13
+    X = rng.normal(size=(n, 4))
+    y = rng.integers(0, 5, size=n).astype(float)
+    groups = rng.integers(0, 2, size=n) if groups_pairs else None
+    d = pdist(X, "cosine")
+    o = pdist(y[:, None])
+    d_range, o_range = (d.min(), d.max()), (o.min(), o.max())
+    engine = PairwiseEngine(X, block_size=4)  # several blocks, diagonal ones too
+    if groups_pairs:
+        engine = engine.filtered(groups, groups_pairs)
+    w = replicate_weights(n, 6, random_state=1)
+    assert (w > 1).any()  # duplicated rows are exercised
+    conds = [
+        LipschitzCondition(
+            y,
+            (d_range[0], d_range[1] - d_range[0]),
+            (o_range[0], o_range[1] - o_range[0]),
+            1.0,
+        ),
+        LipschitzCondition(
+            y,
+            (d_range[0], d_range[1] - d_range[0]),
+            (o_range[0], o_range[1] - o_range[0]),
+            1.7,
+        ),
+    ]
+    got = replicate_lipschitz_fractions(engine, w, conds)
+    for b in range(w.shape[0]):
+        for c, L in enumerate((1.0, 1.7)):
+            want = _brute_force(
+                X, y, w[b], d_range, o_range, L, groups, groups_pairs or "all"
+            )
+            assert got[c, b] == pytest.approx(want, abs=1e-12)
+
+
+def test_pair_totals_equal_counted_pairs():
+    w = replicate_weights(9, 5, random_state=3)
+    groups = np.array([0, 0, 1, 1, 1, 2, 0, 2, 1])
+    for pairs in ("all", "within", "between"):
+        want = []
+        for row in w:
+            idx = np.repeat(np.arange(9), row.astype(int))
+            k = 0
+            for a in range(len(idx)):
+                for b in range(a + 1, len(idx)):
+                    i, j = idx[a], idx[b]
+                    if i != j and (
+                        pairs == "all" or (groups[i] == groups[j]) == (pairs == "within")
+                    ):
+                        k += 1
+            want.append(k)
+        assert replicate_pair_totals(w, groups, pairs).tolist() == want
+
+
+def test_unit_weights_give_the_exact_count_and_precomputed_form_agrees():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 6))
+    y = rng.integers(1, 7, size=40).astype(float)
+    exact = lipschitz_fraction(X, y, return_counts=True)
+    d_lo, d_hi = exact.distance_range
+    o_lo, o_hi = exact.outcome_range
+    cond = LipschitzCondition(y, (d_lo, d_hi - d_lo), (o_lo, o_hi - o_lo), 1.0)
+    ones = np.ones((1, 40))
+    assert (
+        replicate_lipschitz_fractions(PairwiseEngine(X), ones, [cond])[0, 0]
+        == exact.fraction
+    )
+    condensed = PairwiseEngine(pdist(X, "cosine"), metric="precomputed", block_size=16)
+    assert replicate_lipschitz_fractions(condensed, ones, [cond])[0, 0] == pytest.approx(
+        exact.fraction, abs=1e-12
+    )
+
+
+def test_default_output_is_unchanged_and_bootstrap_adds_keys():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 5))
+    y = rng.integers(1, 5, size=30)
+    plain = lipschitz_fraction(X, y, return_counts=True)
+    boot = lipschitz_fraction(X, y, return_counts=True, n_bootstrap=50, random_state=0)
+    assert "replicates" not in plain and plain.ci_low == plain.fraction
+    assert boot.fraction == plain.fraction and boot.replicates.shape == (50,)
+    assert boot.ci_low <= boot.fraction <= boot.ci_high
+    again = lipschitz_fraction(X, y, return_counts=True, n_bootstrap=50, random_state=0)
+    np.testing.assert_array_equal(again.replicates, boot.replicates)
+    assert lipschitz_fraction(X, y, n_bootstrap=50) == plain.fraction
+    with pytest.raises(ValueError, match="max_pairs"):
+        lipschitz_fraction(X, y, n_bootstrap=5, max_pairs=10, return_counts=True)
+
+
+def _kernel_fraction(X, y):
+    """The raw Lipschitz fraction (normalize=None) of a sample, and its h1 terms."""
+    d = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    o = np.abs(y[:, None] - y[None])
+    h = (o <= d).astype(float)
+    np.fill_diagonal(h, np.nan)
+    return h
+
+
+def test_bootstrap_se_matches_hoeffding_u_statistic_se():
+    # A U-statistic's variance is 4 var(h1) / n to first order, h1(x) = E[h(x, X')]
+    rng = np.random.default_rng(5)
+    n = 400
+    X = rng.normal(size=(n, 1))
+    y = X[:, 0] + rng.normal(scale=0.7, size=n)
+    h = _kernel_fraction(X, y)
+    h1 = np.nanmean(h, axis=1)
+    analytic = math.sqrt(4 * h1.var(ddof=1) / n)
+    boot = lipschitz_fraction(
+        X, y, metric="euclidean", normalize=None, return_counts=True,
+        n_bootstrap=400, random_state=0,
+    )  # fmt: skip
+    se = boot.replicates.std(ddof=1)
+    assert se == pytest.approx(analytic, rel=0.2)
+
+
+def test_coverage_by_simulation():
+    # Known truth: the population fraction P(|y - y'| <= |x - x'|) of iid
+    # essays, from a sample of 3,000 (its own SE, ~0.004, is a tenth of the
+    # intervals' half-width).
+    def draw(rng, n):
+        x = rng.normal(size=(n, 1))
+        return x, x[:, 0] + rng.normal(scale=0.7, size=n)
+
+    big_x, big_y = draw(np.random.default_rng(10**6), 3000)
+    truth = lipschitz_fraction(big_x, big_y, metric="euclidean", normalize=None)
+    seeds, covered = 200, 0
+    for seed in range(seeds):
+        x, y = draw(np.random.default_rng(seed), 60)
+        r = lipschitz_fraction(
+            x, y, metric="euclidean", normalize=None, return_counts=True,
+            n_bootstrap=200, random_state=seed,
+        )  # fmt: skip
+        covered += r.ci_low <= truth <= r.ci_high
+    # 95% nominal; percentile intervals at n=60 run a little short, so the
+    # tolerance is the binomial's 0.1% tail below 0.93 and above 0.95
+    low = binom.ppf(0.001, seeds, 0.93)
+    high = binom.ppf(0.999, seeds, 0.95)
+    assert low <= covered <= high, (covered, low, high)
+
+
+def test_mean_type_bootstrap_se_is_sd_over_root_n():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=500)
+    w = replicate_weights(500, 2000, random_state=0)
+    means = (w @ x) / w.sum(axis=1)
+    assert means.std(ddof=1) == pytest.approx(x.std(ddof=0) / math.sqrt(500), rel=0.08)
+
+
+def test_paired_difference_of_two_systems_on_the_same_replicates():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(80, 5))
+    human = rng.integers(1, 7, size=80).astype(float)
+    same = lipschitz_fraction(X, human, return_counts=True, n_bootstrap=100, random_state=1)
+    again = lipschitz_fraction(
+        X, human, return_counts=True, n_bootstrap=100, random_state=1
+    )
+    null = paired_difference(
+        same.fraction, again.fraction, same.replicates, again.replicates
+    )
+    assert null.difference == 0 and null.p_value == 1.0
+    # a system that scores every essay alike satisfies every pair: clearly different
+    flat = lipschitz_fraction(
+        X, np.full(80, 3.0), return_counts=True, n_bootstrap=100, random_state=1
+    )
+    diff = paired_difference(flat.fraction, same.fraction, flat.replicates, same.replicates)
+    assert diff.ci_low > 0 and diff.p_value < 0.05
