@@ -111,8 +111,10 @@ def test_lipschitz_rows_and_counts_match_explicit_counting(toy):
     out = LIPSCHITZ.run(toy)
     lip = out.tables["lipschitz"]
     assert list(lip.columns) == [
-        "representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs",
-        "n_satisfied_minmax", "n_satisfied_max",
+        "representation", "system",
+        "lipschitz_minmax", "lipschitz_minmax_ci_low", "lipschitz_minmax_ci_high",
+        "lipschitz_max", "lipschitz_max_ci_low", "lipschitz_max_ci_high",
+        "n_pairs", "n_satisfied_minmax", "n_satisfied_max",
     ]  # fmt: skip
     # given and fitted under every representation, the trained one under its own
     assert list(zip(lip["representation"], lip["system"])) == [

@@ -215,3 +215,66 @@ def test_paired_difference_of_two_systems_on_the_same_replicates():
     )
     diff = paired_difference(flat.fraction, same.fraction, flat.replicates, same.replicates)
     assert diff.ci_low > 0 and diff.p_value < 0.05
+
+
+def _lipschitz_study(n_bootstrap, n=24):
+    from sklearn_fairaes.report._study import PairSpace, Settings, Study, System
+
+    rng = np.random.default_rng(11)
+    X = rng.random((n, 4))
+    D = pdist(X, "cosine")
+    human = rng.integers(0, 5, n).astype(float)
+    return Study(
+        prompt="7", prompt_text=None, essays=["essay"] * n, ids=np.arange(n),
+        rows=np.arange(n), human=human, score_range=(0.0, 4.0),
+        score_range_source="declared", settings=Settings(n_bootstrap=n_bootstrap),
+        systems={
+            "flat": System("flat", "given", {None: np.full(n, 2.0)}),
+            "noisy": System("noisy", "given", {None: rng.integers(0, 5, n).astype(float)}),
+        },
+        spaces={"tfidf": PairSpace("tfidf", None, X, D, "precomputed", D)},
+    )  # fmt: skip
+
+
+def test_report_lipschitz_table_has_intervals_replicates_and_differences():
+    from sklearn_fairaes.report.analyses._lipschitz import ANALYSIS
+
+    study = _lipschitz_study(50)
+    out = ANALYSIS.run(study)
+    lip = out.tables["lipschitz"]
+    for fig in ("lipschitz_minmax", "lipschitz_max"):
+        cols = list(lip.columns)
+        assert cols[cols.index(fig) + 1 : cols.index(fig) + 3] == [
+            f"{fig}_ci_low",
+            f"{fig}_ci_high",
+        ]
+        inside = (lip[f"{fig}_ci_low"] <= lip[fig]) & (lip[fig] <= lip[f"{fig}_ci_high"])
+        assert inside.mean() >= 0.6
+    # the replicates are the fractions on the resampled essays (brute force, one replicate)
+    w = study.bootstrap_weights()
+    X, y = study.spaces["tfidf"].X, study.systems["noisy"].under("tfidf")
+    d, o = pdist(X, "cosine"), pdist(y[:, None])
+    rep = out.replicates[("lipschitz", "tfidf", "noisy", "lipschitz_minmax")]
+    assert rep.shape == (50,)
+    want = _brute_force(X, y, w[3], (d.min(), d.max()), (o.min(), o.max()))
+    assert rep[3] == pytest.approx(want, abs=1e-12)
+    # the flat system satisfies every pair: its fraction is 1 on every replicate
+    flat = out.replicates[("lipschitz", "tfidf", "flat", "lipschitz_max")]
+    assert (flat == 1.0).all()
+    diffs = out.tables["system_differences"]
+    # 3 scorings -> 3 pairs, 2 figures each
+    assert len(diffs) == 6
+    assert set(zip(diffs["system_a"], diffs["system_b"])) == {
+        ("flat", "noisy"), ("flat", "human"), ("noisy", "human"),
+    }  # fmt: skip
+    row = diffs[(diffs.system_a == "flat") & (diffs.system_b == "noisy")].iloc[0]
+    assert row.difference > 0 and row.ci_low > 0 and row.p_value < 0.05
+
+
+def test_report_without_bootstrap_leaves_intervals_empty():
+    from sklearn_fairaes.report.analyses._lipschitz import ANALYSIS
+
+    out = ANALYSIS.run(_lipschitz_study(0))
+    lip = out.tables["lipschitz"]
+    assert lip["lipschitz_minmax_ci_low"].isna().all() and not out.replicates
+    assert out.tables["system_differences"].empty

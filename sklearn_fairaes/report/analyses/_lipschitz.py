@@ -12,7 +12,20 @@ trained baselines under their own), and for the human scores,
   5 and 100 bins (fewer on tiny corpora: every bin holds two pairs);
 * ``"trend"``: Spearman's rho of those curves (do far essays differ more?);
 * ``"distance_distribution"``: normalised histograms of the pair distances
-  (series ``"distance"``) and of each system's pair score differences.
+  (series ``"distance"``) and of each system's pair score differences;
+* ``"system_differences"``: with the bootstrap on, the paired bootstrap
+  difference of each Lipschitz fraction between every two scorings of the
+  representation (systems, and each system against the human scores), with
+  its interval and two-sided p-value.
+
+With the bootstrap on (``study.bootstrap_weights()``), each fraction has a
+percentile interval (``*_ci_low``, ``*_ci_high``) from essay-level
+replicates: all systems, the human scores and both normalisations of one
+representation come from ONE extra pass over its pairs (private
+``_pairs._bootstrap_pairs``), with the normalisation ranges of the full
+sample. Without it, and in the pooled rows across prompts, the interval
+columns are NaN (a pooled interval would need the prompts' replicates
+combined pair-weighted; not computed).
 
 Every pair is within the study: essays on different prompts are never paired.
 """
@@ -30,11 +43,12 @@ from ...resources import require
 from .._cells import (
     _NA,
     Cell,
+    _cell,
     _mean_sd,
     _mod,
     _num,
     _ordered,
-    _pct,
+    _pct_ci,
     _present,
     _pvalue,
     _rep,
@@ -74,9 +88,17 @@ __all__ = ["ANALYSIS", "LipschitzAnalysis"]
 _HIST_BINS = 50
 
 LIPSCHITZ_COLUMNS = [
-    "representation", "system", "lipschitz_minmax", "lipschitz_max", "n_pairs",
-    "n_satisfied_minmax", "n_satisfied_max",
+    "representation", "system",
+    "lipschitz_minmax", "lipschitz_minmax_ci_low", "lipschitz_minmax_ci_high",
+    "lipschitz_max", "lipschitz_max_ci_low", "lipschitz_max_ci_high",
+    "n_pairs", "n_satisfied_minmax", "n_satisfied_max",
 ]  # fmt: skip
+#: Paired bootstrap differences between two scorings of the same essays.
+DIFFERENCE_COLUMNS = [
+    "representation", "figure", "system_a", "system_b", "difference", "ci_low",
+    "ci_high", "p_value",
+]  # fmt: skip
+_FIGURES = ("lipschitz_minmax", "lipschitz_max")
 SCORE_DISTANCE_COLUMNS = [
     "representation", "system", "n_bins", "bin", "n_pairs", "distance_min", "distance_max",
     "mean_abs_diff", "se",
@@ -213,6 +235,7 @@ class LipschitzAnalysis(PairAnalysis):
         rows_curve: list[tuple[Any, ...]] = []
         rows_trend: list[tuple[Any, ...]] = []
         rows_dist: list[tuple[Any, ...]] = []
+        rows_diff: list[tuple[Any, ...]] = []
         for rname, space in study.spaces.items():
             pairs, metric = space.pairs, space.metric
             d_sample = np.asarray(space.distance_sample, dtype=float)
@@ -230,6 +253,7 @@ class LipschitzAnalysis(PairAnalysis):
                 (rname, "distance", edges[k], edges[k + 1], dens[k])
                 for k in range(len(dens))
             ]
+            scored_counts: list[tuple[str, NDArray[np.float64], Mapping[str, Any]]] = []
             for sname, s in study.scored(rname).items():
                 s = np.asarray(s, dtype=float)
                 place = where(rname, sname)
@@ -252,17 +276,7 @@ class LipschitzAnalysis(PairAnalysis):
                     )
                     for normalize in ("minmax", "max")
                 }
-                rows_lip.append(
-                    (
-                        rname,
-                        sname,
-                        float(counts["minmax"]["fraction"]),
-                        float(counts["max"]["fraction"]),
-                        int(counts["minmax"]["n_pairs"]),
-                        int(counts["minmax"]["n_satisfied"]),
-                        int(counts["max"]["n_satisfied"]),
-                    )
-                )
+                scored_counts.append((sname, s, counts))
                 for n_bins in curve_bins(study.n):
                     curve = noting(
                         collected,
@@ -302,9 +316,11 @@ class LipschitzAnalysis(PairAnalysis):
                     (rname, sname, edges[k], edges[k + 1], dens[k])
                     for k in range(len(dens))
                 ]
+            rows_lip += _lipschitz_rows(study, rname, space, scored_counts, out, rows_diff)
         out.notes += pair_notes(collected)
         out.tables = {
             "lipschitz": pd.DataFrame(rows_lip, columns=LIPSCHITZ_COLUMNS),
+            "system_differences": pd.DataFrame(rows_diff, columns=DIFFERENCE_COLUMNS),
             "score_distance": pd.DataFrame(rows_curve, columns=SCORE_DISTANCE_COLUMNS),
             "trend": pd.DataFrame(rows_trend, columns=TREND_COLUMNS),
             "distance_distribution": pd.DataFrame(rows_dist, columns=DISTRIBUTION_COLUMNS),
@@ -313,6 +329,102 @@ class LipschitzAnalysis(PairAnalysis):
 
 
 ANALYSIS = LipschitzAnalysis()
+
+
+def _lipschitz_rows(
+    study: Study,
+    rname: str,
+    space: PairSpace,
+    scored: list[tuple[str, NDArray[np.float64], Mapping[str, Any]]],
+    out: AnalysisOutput,
+    rows_diff: list[tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    """The lipschitz rows of one representation, with bootstrap intervals when on.
+
+    All replicates (every scoring, both normalisations) come from one pass;
+    their replicates go to ``out.replicates`` and the paired differences of
+    every two scorings to ``rows_diff``.
+    """
+    from ...metrics._bootstrap import bootstrap_interval, paired_difference
+
+    weights = study.bootstrap_weights()
+    level = float(getattr(study.settings, "confidence_level", 0.95))
+    reps: dict[tuple[str, str], NDArray[np.float64]] = {}
+    if weights is not None and scored:
+        reps = _replicates(study, space, weights, scored)
+    rows = []
+    for sname, _, counts in scored:
+        cells: list[Any] = [rname, sname]
+        for figure, normalize in zip(_FIGURES, ("minmax", "max")):
+            r = reps.get((sname, figure))
+            low, high = (math.nan, math.nan) if r is None else bootstrap_interval(r, level)
+            if r is not None:
+                out.replicates[("lipschitz", rname, sname, figure)] = r
+            cells += [float(counts[normalize]["fraction"]), low, high]
+        cells += [
+            int(counts["minmax"]["n_pairs"]),
+            int(counts["minmax"]["n_satisfied"]),
+            int(counts["max"]["n_satisfied"]),
+        ]
+        rows.append(tuple(cells))
+    if reps:
+        names = [name for name, _, _ in scored]
+        estimates = {
+            (name, figure): float(c[normalize]["fraction"])
+            for name, _, c in scored
+            for figure, normalize in zip(_FIGURES, ("minmax", "max"))
+        }
+        # every two scorings once; "human" is last in study.scored, so it is system_b
+        for a in range(len(names)):
+            for b in range(a + 1, len(names)):
+                for figure in _FIGURES:
+                    key_a, key_b = (names[a], figure), (names[b], figure)
+                    diff = paired_difference(
+                        estimates[key_a], estimates[key_b], reps[key_a], reps[key_b], level
+                    )
+                    rows_diff.append(
+                        (rname, figure, names[a], names[b], diff.difference,
+                         diff.ci_low, diff.ci_high, diff.p_value)
+                    )  # fmt: skip
+    return rows
+
+
+def _replicates(
+    study: Study,
+    space: PairSpace,
+    weights: NDArray[np.float64],
+    scored: list[tuple[str, NDArray[np.float64], Mapping[str, Any]]],
+) -> dict[tuple[str, str], NDArray[np.float64]]:
+    """``{(scoring, figure): replicates}`` of one representation, from one pass."""
+    import warnings
+
+    from ...metrics._pairs._bootstrap_pairs import (
+        LipschitzCondition,
+        replicate_lipschitz_fractions,
+    )
+    from ...metrics._pairs._engine import as_engine
+    from ...metrics._pairs._scaling import _scaling
+
+    engine = as_engine(
+        space.pairs, metric=space.metric, block_size=None, n_jobs=study.settings.n_jobs
+    )
+    conditions, keys = [], []
+    for sname, s, counts in scored:
+        for figure, normalize in zip(_FIGURES, ("minmax", "max")):
+            c = counts[normalize]
+            d_lo, d_hi = c["distance_range"] or (0.0, 0.0)
+            o_lo, o_hi = c["outcome_range"]
+            # the full sample's scalings (the metric already warned about them)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                d_scaling = _scaling(float(d_lo), float(d_hi), normalize, "distance")
+                o_scaling = _scaling(
+                    float(o_lo), float(o_hi), normalize, "score difference"
+                )
+            conditions.append(LipschitzCondition(s, d_scaling, o_scaling, 1.0))
+            keys.append((sname, figure))
+    fractions = replicate_lipschitz_fractions(engine, weights, conditions)
+    return dict(zip(keys, fractions))
 
 
 # --------------------------------------------------------------------------- view
@@ -359,7 +471,10 @@ def view(
             for m in mods:
                 t = cells.get((r, m))
                 row += (
-                    [_pct(t["lipschitz_minmax"]), _pct(t["lipschitz_max"])]
+                    [
+                        _pct_ci(t[f], t.get(f"{f}_ci_low"), t.get(f"{f}_ci_high"))
+                        for f in _FIGURES
+                    ]
                     if t
                     else [_NA, _NA]
                 )
@@ -369,8 +484,26 @@ def view(
             rows,
             header_rows=[top, second],
             caption="Essay pairs satisfying the Lipschitz condition, % of all pairs "
-            "(min–max / max normalisation; cf. the paper's Table 3)",
+            "(min–max / max normalisation; cf. the paper's Table 3), with the "
+            "essay-level bootstrap interval in brackets when the bootstrap is on",
         )
+    out["differences"] = None
+    if _present(tables, "system_differences"):
+        diffs = tables["system_differences"]
+        out["differences"] = _table(
+            ["Representation", "Figure", "System A", "System B", "A − B (pct. points)",
+             "Interval", "p"],
+            [
+                [_rep(d["representation"]), d["figure"].replace("lipschitz_", ""),
+                 model_label(d["system_a"]), model_label(d["system_b"]),
+                 _num(100.0 * float(d["difference"]), 3),
+                 _cell(f"[{100.0 * d['ci_low']:.2f}, {100.0 * d['ci_high']:.2f}]"),
+                 _pvalue(d["p_value"])]
+                for d in diffs.to_dict("records")
+            ],
+            caption="Paired bootstrap differences of the Lipschitz fractions between "
+            "two scorings of the same essays (same replicates for both)",
+        )  # fmt: skip
     if _present(tables, "score_distance"):
         table = tables["score_distance"]
         _check_table(
@@ -854,6 +987,7 @@ SECTION = Section(
         "score_distance": tuple(SCORE_DISTANCE_COLUMNS),
         "trend": tuple(TREND_COLUMNS),
         "distance_distribution": tuple(DISTRIBUTION_COLUMNS),
+        "system_differences": tuple(DIFFERENCE_COLUMNS),
     },
     pool=pool,
     figures=figures,
