@@ -278,3 +278,22 @@ def test_report_without_bootstrap_leaves_intervals_empty():
     lip = out.tables["lipschitz"]
     assert lip["lipschitz_minmax_ci_low"].isna().all() and not out.replicates
     assert out.tables["system_differences"].empty
+
+
+def test_report_agreement_table_has_intervals_around_qwk_and_smd():
+    from sklearn_fairaes.report.analyses._agreement import ANALYSIS
+
+    study = _lipschitz_study(50, n=60)
+    out = ANALYSIS.run(study)
+    table = out.tables["agreement"]
+    for fig in ("qwk", "smd", "degradation"):
+        cols = list(table.columns)
+        assert cols[cols.index(fig) + 1 : cols.index(fig) + 3] == [
+            f"{fig}_ci_low",
+            f"{fig}_ci_high",
+        ]
+    noisy = table[table.system == "noisy"].iloc[0]
+    assert noisy.qwk_ci_low <= noisy.qwk <= noisy.qwk_ci_high
+    assert noisy.smd_ci_low <= noisy.smd <= noisy.smd_ci_high
+    rep = out.replicates[("agreement", "", "noisy", "smd")]
+    assert rep.shape == (50,) and np.isfinite(rep).all()

@@ -68,12 +68,90 @@ class _Agreement:
 
     def run(self, study: Study) -> AnalysisOutput:
         """The agreement of every system, and of the two raters when given."""
-        tables = {"agreement": agreement_table(study)}
+        table = agreement_table(study)
+        out = AnalysisOutput()
+        _bootstrap_agreement(study, table, out)
+        tables = {"agreement": table}
         if study.raters is not None and study.rater_cols is not None:
             tables["human_agreement"] = human_agreement_table(
                 study.raters, study.rater_cols
             )
-        return AnalysisOutput(tables=tables)
+        out.tables = tables
+        return out
+
+
+#: The headline columns of the agreement table that get bootstrap intervals.
+_CI_FIGURES = ("qwk", "degradation", "smd")
+
+
+def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) -> None:
+    """Insert ``X_ci_low`` / ``X_ci_high`` after qwk, degradation and smd (NaN when off).
+
+    Each replicate recomputes the figure with the essays weighted by their
+    multiplicities (``sample_weight``), the human-human QWK of the degradation
+    with the same weights; the replicates go to ``out.replicates``.
+    """
+    from ...metrics import qwk, standardized_mean_difference
+    from ...metrics._bootstrap import bootstrap_interval
+
+    weights = study.bootstrap_weights()
+    level = float(getattr(study.settings, "confidence_level", 0.95))
+    lo, hi = study.score_range
+    intervals: dict[str, list[tuple[float, float]]] = {f: [] for f in _CI_FIGURES}
+    preds = _table_predictions(study, table)
+    hh = None
+    if weights is not None and study.raters is not None:
+        r1, r2 = study.raters
+        labels = np.arange(min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hh = np.array([qwk(r1, r2, labels=labels, sample_weight=w) for w in weights])
+    for rname, sname, machine in preds:
+        if weights is None or machine is None:
+            for f in _CI_FIGURES:
+                intervals[f].append((np.nan, np.nan))
+            continue
+        machine = np.clip(machine, lo, hi)  # trimmed to the scale, as agreement_report
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reps = {
+                "qwk": np.array(
+                    [qwk(study.human, machine, score_range=(lo, hi), sample_weight=w)
+                     for w in weights]
+                ),
+                "smd": np.array(
+                    [standardized_mean_difference(study.human, machine, sample_weight=w)
+                     for w in weights]
+                ),
+            }  # fmt: skip
+        if hh is not None:
+            reps["degradation"] = hh - reps["qwk"]
+        for f in _CI_FIGURES:
+            r = reps.get(f)
+            intervals[f].append(
+                (np.nan, np.nan) if r is None else bootstrap_interval(r, level)
+            )
+            if r is not None:
+                out.replicates[("agreement", rname, sname, f)] = r
+    for f in _CI_FIGURES:
+        at = list(table.columns).index(f) + 1
+        table.insert(at, f"{f}_ci_low", [c[0] for c in intervals[f]])
+        table.insert(at + 1, f"{f}_ci_high", [c[1] for c in intervals[f]])
+
+
+def _table_predictions(
+    study: Study, table: DataFrame
+) -> list[tuple[str, str, NDArray[np.float64] | None]]:
+    """Each row's (representation, system, scores), in the table's order."""
+    found = {
+        (rname, system.name): scores
+        for system in study.systems.values()
+        for rname, scores in system.agreement_rows()
+    }
+    return [
+        (str(r), str(s), found.get((r, s)))
+        for r, s in zip(table["representation"], table["system"])
+    ]
 
 
 def agreement_table(study: Study) -> DataFrame:
@@ -339,10 +417,16 @@ SECTION = Section(
             "n",
             "n_outside_scale",
             "qwk",
+            "qwk_ci_low",
+            "qwk_ci_high",
             "qwk_truncated",
             "human_human_qwk",
             "degradation",
+            "degradation_ci_low",
+            "degradation_ci_high",
             "smd",
+            "smd_ci_low",
+            "smd_ci_high",
             "abs_smd_paper",
             "exact_agreement",
             "adjacent_agreement",
