@@ -12,8 +12,17 @@ import pytest
 from scipy.spatial.distance import pdist
 from scipy.stats import binom
 
-from sklearn_fairaes.metrics import lipschitz_fraction
-from sklearn_fairaes.metrics._bootstrap import paired_difference, replicate_weights
+from sklearn_fairaes.metrics import (
+    essay_consistency,
+    lipschitz_fraction,
+    qwk,
+    standardized_mean_difference,
+)
+from sklearn_fairaes.metrics._bootstrap import (
+    bootstrap_interval,
+    paired_difference,
+    replicate_weights,
+)
 from sklearn_fairaes.metrics._pairs._bootstrap_pairs import (
     LipschitzCondition,
     replicate_lipschitz_fractions,
@@ -297,3 +306,90 @@ def test_report_agreement_table_has_intervals_around_qwk_and_smd():
     assert noisy.smd_ci_low <= noisy.smd <= noisy.smd_ci_high
     rep = out.replicates[("agreement", "", "noisy", "smd")]
     assert rep.shape == (50,) and np.isfinite(rep).all()
+
+
+# ---------------------------------------------------------------- qwk, smd, consistency
+
+
+def _resampled(w_row):
+    """Explicit resampled rows: essay i repeated w[i] times."""
+    return np.repeat(np.arange(w_row.size), w_row.astype(int))
+
+
+@pytest.mark.parametrize("rounding", ["round", None])
+def test_qwk_replicates_equal_qwk_of_explicitly_resampled_essays(rounding):
+    rng = np.random.default_rng(21)
+    human = rng.integers(0, 7, 70).astype(float)
+    machine = np.clip(human + rng.normal(0, 1.2, 70), -1, 8)
+    r = qwk(
+        human, machine, score_range=(0, 6), rounding=rounding, n_bootstrap=40,
+        random_state=5,
+    )  # fmt: skip
+    assert r.qwk == qwk(human, machine, score_range=(0, 6), rounding=rounding)
+    w = replicate_weights(70, 40, random_state=5)
+    want = [
+        qwk(human[i], machine[i], score_range=(0, 6), rounding=rounding)
+        for i in map(_resampled, w)
+    ]
+    np.testing.assert_allclose(r.replicates, want, rtol=1e-12, atol=1e-14)
+    assert (r.ci_low, r.ci_high) == bootstrap_interval(r.replicates, 0.95)
+
+
+def test_qwk_replicate_of_one_repeated_essay_is_undefined():
+    # an essay drawn n times is one score in both vectors: no expected disagreement
+    w = np.zeros((1, 5))
+    w[0, 2] = 5
+    from sklearn_fairaes.metrics._bootstrap import kappa_replicates
+
+    a = np.arange(5.0)
+    assert np.isnan(kappa_replicates(a, a, w)[0])
+    assert kappa_replicates(a, a, w, replace_undefined_by=1.0)[0] == 1.0
+
+
+@pytest.mark.parametrize("method", ["pooled", "unpooled"])
+def test_smd_replicates_equal_smd_of_explicitly_resampled_essays(method):
+    rng = np.random.default_rng(22)
+    human = rng.integers(1, 6, 50).astype(float)
+    machine = human + rng.normal(0.3, 0.8, 50)
+    r = standardized_mean_difference(
+        human, machine, method=method, n_bootstrap=30, random_state=2
+    )
+    w = replicate_weights(50, 30, random_state=2)
+    want = [
+        standardized_mean_difference(human[i], machine[i], method=method)
+        for i in map(_resampled, w)
+    ]
+    np.testing.assert_allclose(r.replicates, want, rtol=1e-12)
+    assert r.smd == standardized_mean_difference(human, machine, method=method)
+    # a mean-type figure: its bootstrap SE is near the delta-method SE, ~ sd/sqrt(n)
+    many = standardized_mean_difference(human, machine, n_bootstrap=2000, random_state=0)
+    d = machine - human
+    pooled = math.sqrt((human.var(ddof=1) + machine.var(ddof=1)) / 2)
+    assert many.replicates.std(ddof=1) == pytest.approx(
+        d.std(ddof=1) / math.sqrt(50) / pooled, rel=0.15
+    )
+
+
+def test_default_returns_stay_floats():
+    h, m = [1, 2, 3, 4, 2], [1, 2, 4, 4, 3]
+    assert isinstance(qwk(h, m), float)
+    assert isinstance(standardized_mean_difference(h, m), float)
+    with pytest.raises(ValueError, match="n_bootstrap must be at least 1"):
+        qwk(h, m, n_bootstrap=0)
+
+
+def test_consistency_replicates_weight_the_full_sample_gaps():
+    rng = np.random.default_rng(23)
+    X = rng.normal(size=(40, 3))
+    y = rng.integers(0, 5, 40).astype(float)
+    plain = essay_consistency(X, y, n_neighbors=3)
+    r = essay_consistency(X, y, n_neighbors=3, n_bootstrap=50, random_state=4)
+    assert r.consistency == plain.consistency
+    np.testing.assert_array_equal(r.neighbors, plain.neighbors)
+    w = replicate_weights(40, 50, random_state=4)
+    # resampled essays keep the neighbours (and gaps) of the full sample
+    want = [1 - np.abs(plain.gap[i]).mean() for i in map(_resampled, w)]
+    np.testing.assert_allclose(r.consistency_replicates, want, rtol=1e-12)
+    lo, hi = bootstrap_interval(r.consistency_replicates, 0.95)
+    assert (r.consistency_ci_low, r.consistency_ci_high) == (lo, hi)
+    assert "consistency_ci_low" not in plain

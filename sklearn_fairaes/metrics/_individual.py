@@ -24,11 +24,11 @@ import warnings
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
-from sklearn.utils import Bunch, check_random_state
+from sklearn.utils import Bunch
 
 from .._validation import check_embeddings
 from ..exceptions import UndefinedMetricWarning
-from ._bootstrap import bootstrap_interval, replicate_weights
+from ._bootstrap import bootstrap_interval, bootstrap_seed, replicate_weights
 from ._pairs import _types
 from ._pairs._bootstrap_pairs import LipschitzCondition, replicate_lipschitz_fractions
 from ._pairs._counters import _LipschitzCounter, _screened_count
@@ -363,13 +363,6 @@ def lipschitz_fraction(
     )
 
 
-def _bootstrap_seed(random_state: int | np.random.RandomState | None) -> int:
-    """An int seed for :func:`replicate_weights` from any ``random_state``."""
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return int(random_state)
-    return int(check_random_state(random_state).randint(2**31 - 1))
-
-
 def _lipschitz_replicates(
     engine: PairwiseEngine,
     y: NDArray[np.float64],
@@ -380,9 +373,7 @@ def _lipschitz_replicates(
     lipschitz_constant: float,
 ) -> NDArray[np.float64]:
     """The fraction on each essay-level bootstrap replicate (one pass)."""
-    weights = replicate_weights(
-        engine.n_samples, n_bootstrap, _bootstrap_seed(random_state)
-    )
+    weights = replicate_weights(engine.n_samples, n_bootstrap, bootstrap_seed(random_state))
     condition = LipschitzCondition(y, d_scaling, o_scaling, lipschitz_constant)
     # the scalings of the full sample (see lipschitz_fraction's Notes)
     return replicate_lipschitz_fractions(engine, weights, [condition])[0]
