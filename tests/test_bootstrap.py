@@ -393,3 +393,37 @@ def test_consistency_replicates_weight_the_full_sample_gaps():
     lo, hi = bootstrap_interval(r.consistency_replicates, 0.95)
     assert (r.consistency_ci_low, r.consistency_ci_high) == (lo, hi)
     assert "consistency_ci_low" not in plain
+
+
+def test_report_agreement_replicates_equal_weighted_metrics_and_differences_pair():
+    from sklearn_fairaes.report.analyses._agreement import ANALYSIS, view
+
+    study = _lipschitz_study(30, n=60)
+    out = ANALYSIS.run(study)
+    w = study.bootstrap_weights()
+    noisy = study.systems["noisy"].under("tfidf")
+    want_qwk = [qwk(study.human, noisy, score_range=(0, 4), sample_weight=x) for x in w]
+    want_smd = [
+        standardized_mean_difference(study.human, noisy, sample_weight=x) for x in w
+    ]
+    got = out.replicates
+    np.testing.assert_allclose(got[("agreement", "", "noisy", "qwk")], want_qwk, rtol=1e-12)
+    np.testing.assert_allclose(got[("agreement", "", "noisy", "smd")], want_smd, rtol=1e-12)
+    diffs = out.tables["system_differences"]
+    assert list(diffs.columns) == [
+        "representation", "figure", "system_a", "system_b", "difference", "ci_low",
+        "ci_high", "p_value",
+    ]  # fmt: skip
+    assert set(diffs["figure"]) == {"qwk", "abs_smd"}
+    row = diffs[diffs.figure == "qwk"].iloc[0]
+    table = out.tables["agreement"].set_index("system")
+    assert (row.system_a, row.system_b) == ("flat", "noisy")
+    assert row.difference == pytest.approx(table.qwk["flat"] - table.qwk["noisy"])
+    shown = view(out.tables, {}, "7")
+    cell = shown["main"]["body"][1]["cells"][4][0]
+    assert "[" in cell.text and cell.text.startswith(f"{table.qwk['noisy']:.3f}")
+    assert shown["differences"] is not None
+    # without the bootstrap nothing is paired and the cells are plain numbers
+    plain = ANALYSIS.run(_lipschitz_study(0, n=60))
+    assert plain.tables["system_differences"].empty
+    assert "[" not in view(plain.tables, {}, "7")["main"]["body"][1]["cells"][4][0].text

@@ -122,6 +122,15 @@ def _pct_ci(value: Any, low: Any = None, high: Any = None) -> Cell:
     )
 
 
+def _num_ci(value: Any, low: Any = None, high: Any = None) -> Cell:
+    """A number with 3 decimals and its interval when there is one (``0.712 [0.68, 0.74]``)."""
+    if _missing(value):
+        return _NA
+    if _missing(low) or _missing(high):
+        return _num(value)
+    return Cell(f"{float(value):.3f} [{float(low):.2f}, {float(high):.2f}]", numeric=True)
+
+
 def _pvalue(value: Any) -> Cell:
     if _missing(value):
         return _NA

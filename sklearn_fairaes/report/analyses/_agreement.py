@@ -28,11 +28,15 @@ from .._cells import (
     _KIND_LABELS,
     _NA,
     _THRESHOLDS,
+    Cell,
+    _cell,
     _flag,
     _missing,
     _mod,
     _num,
+    _num_ci,
     _present,
+    _pvalue,
     _rep,
     _scale_text,
     _systems,
@@ -40,6 +44,7 @@ from .._cells import (
 )
 from .._plots import _check_table
 from ._base import AnalysisOutput, Heading, Section
+from ._common import DIFFERENCE_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,60 +75,65 @@ class _Agreement:
         """The agreement of every system, and of the two raters when given."""
         table = agreement_table(study)
         out = AnalysisOutput()
-        _bootstrap_agreement(study, table, out)
-        tables = {"agreement": table}
+        differences = _bootstrap_agreement(study, table, out)
+        out.tables["agreement"] = table
         if study.raters is not None and study.rater_cols is not None:
-            tables["human_agreement"] = human_agreement_table(
+            out.tables["human_agreement"] = human_agreement_table(
                 study.raters, study.rater_cols
             )
-        out.tables = tables
+        out.tables["system_differences"] = differences
         return out
 
 
 #: The headline columns of the agreement table that get bootstrap intervals.
 _CI_FIGURES = ("qwk", "degradation", "smd")
+#: The figures of the agreement rows of ``system_differences``.
+_DIFF_FIGURES = ("qwk", "abs_smd")
 
 
-def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) -> None:
+def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) -> DataFrame:
     """Insert ``X_ci_low`` / ``X_ci_high`` after qwk, degradation and smd (NaN when off).
 
     Each replicate recomputes the figure with the essays weighted by their
-    multiplicities (``sample_weight``), the human-human QWK of the degradation
-    with the same weights; the replicates go to ``out.replicates``.
+    multiplicities (as ``sample_weight``), all replicates at once
+    (:func:`~sklearn_fairaes.metrics._bootstrap.kappa_replicates`,
+    ``smd_replicates``); the degradation's human-human QWK with the same
+    weights. The replicates go to ``out.replicates``; returns the
+    ``system_differences`` rows: the paired differences of QWK and the
+    absolute SMD between every two systems (none when the bootstrap is off).
     """
-    from ...metrics import qwk, standardized_mean_difference
-    from ...metrics._bootstrap import bootstrap_interval
+    from ...metrics._agreement import _on_scale, _score_points, _trim_to_scale
+    from ...metrics._bootstrap import (
+        bootstrap_interval,
+        kappa_replicates,
+        smd_replicates,
+    )
 
+    pd = require("pandas", purpose="the audit")
     weights = study.bootstrap_weights()
     level = float(getattr(study.settings, "confidence_level", 0.95))
-    lo, hi = study.score_range
+    scale = (float(study.score_range[0]), float(study.score_range[1]))
     intervals: dict[str, list[tuple[float, float]]] = {f: [] for f in _CI_FIGURES}
     preds = _table_predictions(study, table)
+    human = np.asarray(study.human, dtype=float)
     hh = None
     if weights is not None and study.raters is not None:
         r1, r2 = study.raters
         labels = np.arange(min(r1.min(), r2.min()), max(r1.max(), r2.max()) + 1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            hh = np.array([qwk(r1, r2, labels=labels, sample_weight=w) for w in weights])
+        hh = kappa_replicates(*_score_points(r1, r2, labels, "round"), weights)
+    found: dict[tuple[str, str], dict[str, NDArray[np.float64]]] = {}
     for rname, sname, machine in preds:
         if weights is None or machine is None:
             for f in _CI_FIGURES:
                 intervals[f].append((np.nan, np.nan))
             continue
-        machine = np.clip(machine, lo, hi)  # trimmed to the scale, as agreement_report
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            reps = {
-                "qwk": np.array(
-                    [qwk(study.human, machine, score_range=(lo, hi), sample_weight=w)
-                     for w in weights]
-                ),
-                "smd": np.array(
-                    [standardized_mean_difference(study.human, machine, sample_weight=w)
-                     for w in weights]
-                ),
-            }  # fmt: skip
+        # as agreement_report: trimmed to the scale, then rounded for QWK
+        trimmed = _trim_to_scale(np.asarray(machine, dtype=float), scale)
+        a, b, labels = _on_scale(human, trimmed, None, scale)
+        reps = {
+            "qwk": kappa_replicates(*_score_points(a, b, labels, "round"), weights),
+            "smd": smd_replicates(human, trimmed, weights),
+        }
         if hh is not None:
             reps["degradation"] = hh - reps["qwk"]
         for f in _CI_FIGURES:
@@ -133,10 +143,53 @@ def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) ->
             )
             if r is not None:
                 out.replicates[("agreement", rname, sname, f)] = r
+        found[(rname, sname)] = reps
     for f in _CI_FIGURES:
         at = list(table.columns).index(f) + 1
         table.insert(at, f"{f}_ci_low", [c[0] for c in intervals[f]])
         table.insert(at + 1, f"{f}_ci_high", [c[1] for c in intervals[f]])
+    return pd.DataFrame(_difference_rows(table, found, level), columns=DIFFERENCE_COLUMNS)
+
+
+def _difference_rows(
+    table: DataFrame,
+    found: Mapping[tuple[str, str], Mapping[str, NDArray[np.float64]]],
+    level: float,
+) -> list[tuple[Any, ...]]:
+    """Paired differences of QWK and the absolute SMD between every two rows of ``table``.
+
+    Two rows are compared when they are scorings of one representation, or
+    one of them is a given or fitted system (representation ``""``, the same
+    under every representation); two trained baselines of different
+    representations are not. ``representation`` is the pair's (``""`` for
+    two given or fitted systems).
+    """
+    from ...metrics._bootstrap import paired_difference
+
+    est: dict[tuple[str, str], dict[str, float]] = {
+        (str(r["representation"]), str(r["system"])): {
+            "qwk": float(r["qwk"]),
+            "abs_smd": abs(float(r["smd"])),
+        }
+        for r in table.to_dict("records")
+    }
+    keys = [k for k in est if k in found]
+    rows: list[tuple[Any, ...]] = []
+    for i, ka in enumerate(keys):
+        for kb in keys[i + 1 :]:
+            if ka[0] and kb[0] and ka[0] != kb[0]:
+                continue
+            reps_a = {"qwk": found[ka]["qwk"], "abs_smd": np.abs(found[ka]["smd"])}
+            reps_b = {"qwk": found[kb]["qwk"], "abs_smd": np.abs(found[kb]["smd"])}
+            for figure in _DIFF_FIGURES:
+                d = paired_difference(
+                    est[ka][figure], est[kb][figure], reps_a[figure], reps_b[figure], level
+                )
+                rows.append(
+                    (ka[0] or kb[0], figure, ka[1], kb[1], d.difference, d.ci_low,
+                     d.ci_high, d.p_value)
+                )  # fmt: skip
+    return rows
 
 
 def _table_predictions(
@@ -292,18 +345,21 @@ def view(
         ]
         if with_outside:
             row.append(_num(r.get("n_outside_scale")))
-        row += [_num(r["qwk"]), _flag(r["qwk_ok"])]
+        row += [_ci(r, "qwk"), _flag(r["qwk_ok"])]
         if with_raters:
-            row += [_num(r["human_human_qwk"]), _num(r["degradation"])]
+            row += [_num(r["human_human_qwk"]), _ci(r, "degradation")]
             row.append(_flag(r["degradation_ok"]))
-        row += [_num(r["smd"]), _flag(r["smd_ok"]), _flag(r["acceptable"])]
+        row += [_ci(r, "smd"), _flag(r["smd_ok"]), _flag(r["acceptable"])]
         rows.append(row)
+    with_ci = any(not _missing(r.get("qwk_ci_low")) for r in records)
     out["main"] = _table(
         headers,
         rows,
-        caption="Agreement with the human score (cf. the paper's Table 2)",
+        caption="Agreement with the human score (cf. the paper's Table 2)"
+        + (", with the essay-level bootstrap interval in brackets" if with_ci else ""),
         flags=flags,
     )
+    out["differences"] = _differences(tables)
     out["with_raters"] = with_raters
     out["n_outside"] = int(sum(outside)) if with_outside else 0
     out["further"] = _table(
@@ -361,6 +417,39 @@ def view(
             caption="Agreement between the two human raters",
         )
     return out
+
+
+def _ci(record: Mapping[str, Any], figure: str) -> Cell:
+    """``figure`` of a row with its interval columns, when the table has them."""
+    return _num_ci(
+        record[figure], record.get(f"{figure}_ci_low"), record.get(f"{figure}_ci_high")
+    )
+
+
+_DIFF_LABELS = {"qwk": "QWK", "abs_smd": "|SMD|"}
+
+
+def _differences(tables: Mapping[str, pd.DataFrame]) -> dict[str, Any] | None:
+    """The agreement rows of ``system_differences`` (QWK, |SMD|), or None."""
+    diffs = tables.get("system_differences")
+    if diffs is None or not len(diffs):
+        return None
+    diffs = diffs[diffs["figure"].astype(str).isin(list(_DIFF_LABELS))]
+    if not len(diffs):
+        return None
+    return _table(
+        ["Representation", "Figure", "System A", "System B", "A − B", "Interval", "p"],
+        [
+            [_rep(d["representation"]), _DIFF_LABELS[str(d["figure"])],
+             _mod(d["system_a"]), _mod(d["system_b"]), _num(d["difference"]),
+             _cell(f"[{float(d['ci_low']):.3f}, {float(d['ci_high']):.3f}]"),
+             _pvalue(d["p_value"])]
+            for d in diffs.to_dict("records")
+        ],
+        caption="Paired bootstrap differences of QWK and |SMD| between two systems "
+        "scoring the same essays (same replicates for both; p: two-sided, no "
+        "difference)",
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- pooling
@@ -436,6 +525,7 @@ SECTION = Section(
             "smd_ok",
             "acceptable",
         ),
+        "system_differences": tuple(DIFFERENCE_COLUMNS),
         "human_agreement": (
             "rater1",
             "rater2",

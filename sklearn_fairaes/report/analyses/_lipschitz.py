@@ -16,7 +16,9 @@ trained baselines under their own), and for the human scores,
 * ``"system_differences"``: with the bootstrap on, the paired bootstrap
   difference of each Lipschitz fraction between every two scorings of the
   representation (systems, and each system against the human scores), with
-  its interval and two-sided p-value.
+  its interval and two-sided p-value (the agreement section adds its rows
+  for QWK and the absolute SMD to the same table; columns
+  ``_common.DIFFERENCE_COLUMNS``).
 
 With the bootstrap on (``study.bootstrap_weights()``), each fraction has a
 percentile interval (``*_ci_low``, ``*_ci_high``) from essay-level
@@ -74,7 +76,14 @@ from .._plots import (
 from .._plots import _ordered as _pordered
 from .._plots import _text as _ptext
 from ._base import AnalysisOutput, FigureContext, Heading, Section
-from ._common import PairAnalysis, degenerate_distances, noting, pair_notes, where
+from ._common import (
+    DIFFERENCE_COLUMNS,
+    PairAnalysis,
+    degenerate_distances,
+    noting,
+    pair_notes,
+    where,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,11 +101,6 @@ LIPSCHITZ_COLUMNS = [
     "lipschitz_minmax", "lipschitz_minmax_ci_low", "lipschitz_minmax_ci_high",
     "lipschitz_max", "lipschitz_max_ci_low", "lipschitz_max_ci_high",
     "n_pairs", "n_satisfied_minmax", "n_satisfied_max",
-]  # fmt: skip
-#: Paired bootstrap differences between two scorings of the same essays.
-DIFFERENCE_COLUMNS = [
-    "representation", "figure", "system_a", "system_b", "difference", "ci_low",
-    "ci_high", "p_value",
 ]  # fmt: skip
 _FIGURES = ("lipschitz_minmax", "lipschitz_max")
 SCORE_DISTANCE_COLUMNS = [
@@ -488,8 +492,11 @@ def view(
             "essay-level bootstrap interval in brackets when the bootstrap is on",
         )
     out["differences"] = None
-    if _present(tables, "system_differences"):
-        diffs = tables["system_differences"]
+    diffs = tables.get("system_differences")
+    if diffs is not None:
+        # the agreement section's rows (qwk, abs_smd) are shown there
+        diffs = diffs[diffs["figure"].astype(str).str.startswith("lipschitz_")]
+    if diffs is not None and len(diffs):
         out["differences"] = _table(
             ["Representation", "Figure", "System A", "System B", "A − B (pct. points)",
              "Interval", "p"],
