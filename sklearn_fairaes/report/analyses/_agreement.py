@@ -129,9 +129,11 @@ def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) ->
             continue
         # as agreement_report: trimmed to the scale, then rounded for QWK
         trimmed = _trim_to_scale(np.asarray(machine, dtype=float), scale)
-        a, b, labels = _on_scale(human, trimmed, None, scale)
+        _, _, labels = _on_scale(human, trimmed, None, scale)
         reps = {
-            "qwk": kappa_replicates(*_score_points(a, b, labels, "round"), weights),
+            "qwk": kappa_replicates(
+                *_score_points(human, trimmed, labels, "round"), weights
+            ),
             "smd": smd_replicates(human, trimmed, weights),
         }
         if hh is not None:
@@ -419,7 +421,7 @@ def view(
     return out
 
 
-def _ci(record: Mapping[str, Any], figure: str) -> Cell:
+def _ci(record: Mapping[Any, Any], figure: str) -> Cell:
     """``figure`` of a row with its interval columns, when the table has them."""
     return _num_ci(
         record[figure], record.get(f"{figure}_ci_low"), record.get(f"{figure}_ci_high")
