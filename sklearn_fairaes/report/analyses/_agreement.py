@@ -102,7 +102,7 @@ def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) ->
     ``system_differences`` rows: the paired differences of QWK and the
     absolute SMD between every two systems (none when the bootstrap is off).
     """
-    from ...metrics._agreement import _on_scale, _score_points, _trim_to_scale
+    from ...metrics._agreement import _score_points, _trim_to_scale
     from ...metrics._bootstrap import (
         bootstrap_interval,
         kappa_replicates,
@@ -129,10 +129,10 @@ def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) ->
             continue
         # as agreement_report: trimmed to the scale, then rounded for QWK
         trimmed = _trim_to_scale(np.asarray(machine, dtype=float), scale)
-        _, _, labels = _on_scale(human, trimmed, None, scale)
+        points = np.arange(scale[0], scale[1] + 1)  # the declared or inferred scale
         reps = {
             "qwk": kappa_replicates(
-                *_score_points(human, trimmed, labels, "round"), weights
+                *_score_points(human, trimmed, points, "round"), weights
             ),
             "smd": smd_replicates(human, trimmed, weights),
         }
