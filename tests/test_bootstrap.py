@@ -427,3 +427,88 @@ def test_report_agreement_replicates_equal_weighted_metrics_and_differences_pair
     plain = ANALYSIS.run(_lipschitz_study(0, n=60))
     assert plain.tables["system_differences"].empty
     assert "[" not in view(plain.tables, {}, "7")["main"]["body"][1]["cells"][4][0].text
+
+
+# ---------------------------------------------------------------- empirical constants
+
+
+def _brute_weighted_quantile(c, weight, q):
+    """Smallest c with (weight of constants <= c) / total >= q, on explicit pairs."""
+    order = np.argsort(c, kind="stable")
+    cum = np.cumsum(weight[order])
+    total = weight.sum()
+    return c[order][np.flatnonzero(cum / total >= q)[0]]
+
+
+@pytest.mark.parametrize("start", [0.9, 0.05, 0.0])
+def test_replicate_quantile_constants_equal_brute_force(start):
+    from sklearn_fairaes.metrics import lipschitz_profile
+    from sklearn_fairaes.metrics._pairs._bootstrap_quantiles import (
+        replicate_quantile_constants,
+    )
+
+    rng = np.random.default_rng(31)
+    X = rng.random((30, 4))
+    y = rng.integers(0, 6, 30).astype(float)
+    # precomputed: the brute force below sees the engine's own distances
+    D = pdist(X, "cosine")
+    engine = PairwiseEngine(D, metric="precomputed")
+    qs = [0.5, 0.9, 0.95, 0.99]
+    full = lipschitz_profile(engine, y, quantiles=qs, metric="precomputed")
+    (d_lo, d_hi), (o_lo, o_hi) = full.distance_range, full.outcome_range
+    d_sc, o_sc = (d_lo, d_hi - d_lo), (o_lo, o_hi - o_lo)
+    w = replicate_weights(30, 25, random_state=3)
+    got = replicate_quantile_constants(engine, y, w, qs, d_sc, o_sc, start)
+    # brute force: the constants of all pairs, each weighted w_i w_j
+    d = (D - d_lo) / (d_hi - d_lo)
+    o = (pdist(y[:, None]) - o_lo) / (o_hi - o_lo)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(o <= 0, 0.0, o / d)
+    i, j = np.triu_indices(30, 1)
+    for b in range(25):
+        weight = w[b, i] * w[b, j]
+        for k, q in enumerate(qs):
+            # the exact constants are within an ulp of the quotients
+            assert got[k, b] == pytest.approx(
+                _brute_weighted_quantile(c, weight, q), rel=1e-12
+            )
+    # unit weights give the full sample's constants exactly
+    ones = replicate_quantile_constants(engine, y, np.ones((1, 30)), qs, d_sc, o_sc, start)
+    np.testing.assert_array_equal(ones[:, 0], full.quantile_constants)
+
+
+def test_report_review_intervals_for_consistency_and_constants():
+    from sklearn_fairaes.metrics import essay_consistency
+    from sklearn_fairaes.report.analyses._review import ANALYSIS, view
+
+    study = _lipschitz_study(40, n=40)
+    out = ANALYSIS.run(study)
+    cons = out.tables["essay_consistency"]
+    cols = list(cons.columns)
+    assert cols[cols.index("consistency") + 1 : cols.index("consistency") + 3] == [
+        "consistency_ci_low",
+        "consistency_ci_high",
+    ]
+    row = cons[cons.system == "noisy"].iloc[0]
+    assert row.consistency_ci_low <= row.consistency <= row.consistency_ci_high
+    # the replicates weight the full sample's gaps, as essay_consistency(n_bootstrap=)
+    w = study.bootstrap_weights()
+    y = study.systems["noisy"].under("tfidf")
+    ec = essay_consistency(study.spaces["tfidf"].pairs, y, n_neighbors=int(row.n_neighbors),
+                           metric="precomputed")  # fmt: skip
+    want = 1 - (w @ np.abs(ec.gap)) / w.sum(axis=1)
+    got = out.replicates[("essay_consistency", "tfidf", "noisy", "consistency")]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    consts = out.tables["lipschitz_constants"]
+    assert consts["lipschitz_constant_ci_low"].notna().all()
+    inside = (consts.lipschitz_constant_ci_low <= consts.lipschitz_constant) & (
+        consts.lipschitz_constant <= consts.lipschitz_constant_ci_high
+    )
+    assert inside.mean() >= 0.6
+    assert ("lipschitz_constants", "tfidf", "human", "lipschitz_constant[q=0.95]") in (
+        out.replicates
+    )
+    shown = view(out.tables, {}, "7")["constants"]
+    assert "[" in shown["body"][0]["cells"][2][0].text
+    off = ANALYSIS.run(_lipschitz_study(0, n=40))
+    assert off.tables["lipschitz_constants"]["lipschitz_constant_ci_low"].isna().all()

@@ -172,6 +172,7 @@ PAIRS_LAYERS = [
     "_counters",
     "_bootstrap_pairs",
     "_review_stats",
+    "_bootstrap_quantiles",
     "_review_fused",
     "_review_screened",
     "_review_pass",
