@@ -226,6 +226,17 @@ def lipschitz_fraction(
     (a matrix product of the replicate weights by each block's 0/1 matrix of
     satisfied pairs), whose cost grows with ``B`` but not with ``B`` passes.
 
+    The percentile interval undercovers a little at small ``N``: in a
+    simulation with a known population fraction (``normalize=None``, iid
+    essays, 400 samples each, 95% nominal), it covered 93.0% at ``N = 60``
+    (94.2% with ``B = 1000``), 93.5% at ``N = 150``, 94.8% at ``N = 200``
+    (95.8% with ``B = 1000``) and 94.0% at ``N = 400``, with ``B = 200``
+    unless stated (each figure +-1.1 points of simulation error). A pair
+    fraction is a U-statistic whose resampling distribution is skewed and
+    slightly too narrow at small ``N`` (a resample holds about ``0.63 N``
+    distinct essays); from a few hundred essays the interval is close to
+    nominal. Simulation: ``tests/test_bootstrap.py``.
+
     References
     ----------
     Dwork, C. et al. (2012). Fairness through awareness. ITCS.
