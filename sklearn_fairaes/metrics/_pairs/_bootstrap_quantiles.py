@@ -15,19 +15,18 @@ Method (exact, one gathering pass per try):
 1. gather the pairs whose critical constant is at least a threshold ``t``
    below every replicate's answer, with their constants (the exact
    :func:`._review_stats._critical_constants`, the profile's own values);
-2. sort them once, largest first, and, for a chunk of replicates at a time,
-   cumulate their weights ``w[b, i] * w[b, j]`` down that order: the weight
-   above position ``k`` is ``S_b(k)``, so ``C_b = T_b - S_b`` without
-   touching the pairs below ``t``; replicate ``b``'s constant at ``q`` is the
-   first position where ``(T_b - S_b) / T_b < q`` fails to hold any longer,
-   read from the top (see :func:`replicate_quantile_constants`).
+2. sort them once, largest first, and cumulate the weights ``w[b, i] *
+   w[b, j]`` of all replicates down that order, a chunk of positions at a
+   time: the weight above position ``k`` is ``S_b(k)``, so ``C_b = T_b -
+   S_b`` without touching the pairs below ``t``; replicate ``b``'s constant
+   at ``q`` is the one where ``S_b`` first exceeds ``T_b - m_b`` (``m_b``
+   the smallest weight with ``m_b / T_b >= q``, the full sample's rule).
 
-Cost: ``O(B x m)`` for the ``m`` gathered pairs, not ``B`` passes. The
-90-99% constants sit in the upper tail, so ``m`` is a small share of the
-pairs when ``t`` starts near the full sample's 90% constant; a replicate
-whose constant lies below ``t`` is detected (its weight never reaches the
-share) and the pass is redone with a lower ``t`` (at last ``t = 0``: all
-pairs). The normalisation ranges are the full sample's, as for the
+Cost: ``O(B x depth)``, where the walk stops at the depth every replicate
+needs (about ``1 - min(q)`` of the pairs: 10% for the 90% constant), not
+``B`` passes. A replicate whose constant lies below ``t`` is detected (its
+weight never reaches the share) and the pass is redone with a lower ``t``
+(at last ``t = 0``: all pairs). The normalisation ranges are the full sample's, as for the
 replicate Lipschitz fractions (:mod:`._bootstrap_pairs`).
 """
 
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._bootstrap_pairs import replicate_pair_totals
-from ._review_stats import _critical_constants, _PairStatistics
+from ._review_stats import _critical_constants, _needed, _PairStatistics
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -52,9 +51,6 @@ __all__ = ["replicate_quantile_constants"]
 
 #: Most pairs gathered (16 bytes each): beyond it the constants are not bootstrapped.
 MAX_GATHERED = 2**26
-
-#: Replicates whose weights are cumulated together (memory: chunk x gathered pairs).
-_CHUNK = 16
 
 _Gathered = tuple["NDArray[np.int64]", "NDArray[np.int64]", "NDArray[np.float64]"]
 
@@ -99,32 +95,52 @@ def _weighted_tail_quantiles(
     totals: NDArray[np.float64],
     quantiles: Sequence[float],
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Each replicate's constants from the gathered tail, and where the tail fell short."""
+    """Each replicate's constants from the gathered tail, and where the tail fell short.
+
+    Replicate ``b``'s constant at ``q`` is the one at the first position
+    (largest constant first) where the weight cumulated from the top, ``S``,
+    exceeds ``T_b - m``, with ``m`` the smallest weight whose share ``m /
+    T_b`` reaches ``q`` (the full sample's rule, :func:`_needed`): above it
+    the pairs at most that constant weigh at least ``m``, below it less. The
+    positions are walked from the top in chunks, all replicates at once, and
+    the walk stops once every replicate has found its smallest share's
+    constant (about ``1 - min(q)`` of the pairs, not the whole tail).
+    Weights and cumulated sums are integers (exact); int32 while every
+    replicate's total fits.
+    """
     i, j, c = gathered
     order = np.argsort(-c, kind="stable")
     i, j, c = i[order], j[order], c[order]
-    n_boot = weights.shape[0]
-    out = np.full((len(quantiles), n_boot), np.nan)
-    short = np.zeros(n_boot, dtype=bool)
-    for start in range(0, n_boot, _CHUNK):
-        rows = slice(start, min(start + _CHUNK, n_boot))
-        w = weights[rows]
-        t = totals[rows]
-        if c.size:
-            above = np.cumsum(w[:, i] * w[:, j], axis=1)  # weight down to each position
-        else:
-            above = np.zeros((w.shape[0], 0))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = (t[:, None] - above) / t[:, None]  # weight at most c, over all pairs
-        for k, q in enumerate(quantiles):
-            # from the top, the share below a position reaches q until the
-            # first position whose own weight pushes it under q: its constant
-            failed = share < q
-            found = failed.any(axis=1)
-            first = failed.argmax(axis=1)
-            values = np.where(found, c[first] if c.size else np.nan, np.nan)
-            out[k, rows] = np.where(t > 0, values, np.nan)
-            short[rows] |= (t > 0) & ~found
+    n_boot, n_q = weights.shape[0], len(quantiles)
+    out = np.full((n_q, n_boot), np.nan)
+    defined = totals > 0
+    # S must exceed T - m: integer thresholds, one per replicate and share
+    thresholds = np.array(
+        [[t - _needed(q, int(t)) if t > 0 else np.inf for t in totals] for q in quantiles]
+    )
+    done = ~np.broadcast_to(defined, (n_q, n_boot)).copy()
+    small = float(totals.max(initial=0.0)) < 2**31
+    w = weights.astype(np.int32 if small else np.int64)
+    acc = np.int32 if small else np.int64
+    offset = np.zeros(n_boot, dtype=np.int64)
+    step = max(1024, (1 << 22) // max(n_boot, 1))
+    for start in range(0, c.size, step):
+        if done.all():
+            break
+        stop = min(start + step, c.size)
+        mass = w[:, i[start:stop]]
+        mass *= w[:, j[start:stop]]
+        cum = np.cumsum(mass, axis=1, dtype=acc)
+        reach = offset + cum[:, -1]
+        for k in range(n_q):
+            # the replicates whose threshold is crossed within this chunk
+            crossing = np.flatnonzero(~done[k] & (reach > thresholds[k]))
+            for b in crossing:
+                at = np.searchsorted(cum[b], thresholds[k, b] - offset[b], side="right")
+                out[k, b] = c[start + at]
+            done[k, crossing] = True
+        offset = reach
+    short = ~done.all(axis=0)
     return out, short
 
 
