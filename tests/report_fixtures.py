@@ -388,12 +388,26 @@ def _prompt_tables(
                 "qwk_ok": qwk >= 0.70,
                 "degradation_ok": bool(raters and degradation <= 0.10),
                 "smd_ok": abs(smd) <= 0.15,
+                # bootstrap intervals around the headline figures
+                "qwk_ci_low": qwk - 0.03,
+                "qwk_ci_high": qwk + 0.03,
+                "degradation_ci_low": degradation - 0.03,
+                "degradation_ci_high": degradation + 0.03,
+                "smd_ci_low": smd - 0.05,
+                "smd_ci_high": smd + 0.05,
             }
         )
         rows[-1]["acceptable"] = bool(
             rows[-1]["qwk_ok"] and rows[-1]["degradation_ok"] and rows[-1]["smd_ok"]
         )
-    tables["agreement"] = pd.DataFrame(rows)
+    tables["agreement"] = pd.DataFrame(rows)[_CONTRACT["agreement"]]
+    first = rows[0]
+    differences = [
+        (first["representation"], figure, first["system"], other["system"], 0.01,
+         -0.02, 0.04, 0.48)
+        for other in rows[1:3]
+        for figure in ("qwk", "abs_smd")
+    ]  # fmt: skip
     tables["confusion"] = pd.DataFrame(
         [(r, m, float(h), float(h + d), 3) for r, m, _ in agreement_rows
          for h in range(2, 5) for d in (-1, 0, 1)],
@@ -424,7 +438,11 @@ def _prompt_tables(
                     "representation": r,
                     "system": m,
                     "lipschitz_minmax": round(minmax * n_pairs) / n_pairs,
+                    "lipschitz_minmax_ci_low": max(0.0, minmax - 0.02),
+                    "lipschitz_minmax_ci_high": min(1.0, minmax + 0.02),
                     "lipschitz_max": round(share_max * n_pairs) / n_pairs,
+                    "lipschitz_max_ci_low": max(0.0, share_max - 0.02),
+                    "lipschitz_max_ci_high": min(1.0, share_max + 0.02),
                     "n_pairs": n_pairs,
                     "n_satisfied_minmax": round(minmax * n_pairs),
                     "n_satisfied_max": round(share_max * n_pairs),
@@ -439,6 +457,8 @@ def _prompt_tables(
         sd = 4.6 if row["system"] == "human" else float(spread.uniform(3.0, 5.0))
         row.update(
             lipschitz_matched=round(matched * n_pairs) / n_pairs,
+            lipschitz_matched_ci_low=max(0.0, matched - 0.02),
+            lipschitz_matched_ci_high=min(1.0, matched + 0.02),
             score_sd=sd,
             score_sd_ci_low=sd - 0.2,
             score_sd_ci_high=sd + 0.2,
@@ -488,6 +508,14 @@ def _prompt_tables(
         rel_rows, columns=list(_CONTRACT["relative_fairness"])
     )
     tables["error_review"] = pd.DataFrame(err_rows, columns=list(_CONTRACT["error_review"]))
+    differences += [
+        (r, figure, systems[0], "human", 0.02, 0.01, 0.03, 0.002)
+        for r in reps
+        for figure in ("lipschitz_minmax", "lipschitz_max", "lipschitz_matched")
+    ]
+    tables["system_differences"] = pd.DataFrame(
+        differences, columns=_CONTRACT["system_differences"]
+    )
 
     rows, trend = [], []
     for r in reps:

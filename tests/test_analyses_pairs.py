@@ -111,7 +111,10 @@ def test_lipschitz_rows_and_counts_match_explicit_counting(toy):
     out = LIPSCHITZ.run(toy)
     lip = out.tables["lipschitz"]
     assert list(lip.columns) == [
-        "representation", "system", "lipschitz_minmax", "lipschitz_max", "lipschitz_matched",
+        "representation", "system",
+        "lipschitz_minmax", "lipschitz_minmax_ci_low", "lipschitz_minmax_ci_high",
+        "lipschitz_max", "lipschitz_max_ci_low", "lipschitz_max_ci_high",
+        "lipschitz_matched", "lipschitz_matched_ci_low", "lipschitz_matched_ci_high",
         "score_sd", "score_sd_ci_low", "score_sd_ci_high", "human_sd", "n_pairs",
         "n_satisfied_minmax", "n_satisfied_max", "n_satisfied_matched",
     ]  # fmt: skip

@@ -164,7 +164,6 @@ def test_exit_codes(report, essays, tmp_path, capsys):
         ("qkw>=0.7", "unknown metric 'qkw'; this report's metrics are .*qwk"),
         ("qwk[system=engin]>=0.7", "unknown system 'engin'; .* systems are 'engine'"),
         ("qwk[representation=sbert]>=0.7", "unknown representation 'sbert'"),
-        ("qwk.ci_low>=0.7", "the report has no interval for qwk .*--bootstrap B"),
         ("qwk=>0.7", "did you mean '>='"),
         ("review_list>=1", "unknown metric"),
     ],
@@ -175,6 +174,34 @@ def test_bad_requirements_exit_2(report, tmp_path, capsys, requirement, message)
 
     assert re.search(message, capsys.readouterr().err)
     assert not (tmp_path / "verdict.json").exists()
+
+
+def test_interval_bounds_on_a_real_report(report, essays, tmp_path, capsys):
+    """The report's own bootstrap intervals decide a CI-bound requirement."""
+    saved = sf.AuditResult.load(report)
+    row = saved.tables["agreement"].iloc[0]
+    key = ("all", "agreement", "", "engine", "qwk")
+    low, high = np.quantile(saved.replicates[key], [0.025, 0.975])
+    assert (row["qwk_ci_low"], row["qwk_ci_high"]) == pytest.approx((low, high))
+    # the lower bound fails where the estimate passes
+    assert row["qwk_ci_low"] < row["qwk"]
+    between = (row["qwk_ci_low"] + row["qwk"]) / 2
+    assert _run(report, tmp_path, f"qwk>={between:.6f}") == 0
+    assert _run(report, tmp_path, f"qwk.ci_low>={between:.6f}") == 1
+    assert "FAIL  qwk.ci_low>=" in capsys.readouterr().out
+
+
+def test_interval_bound_without_bootstrap_exit_2(essays, tmp_path, capsys):
+    result = sf.audit(essays, text_col="essay", score_col="score", systems=["engine"],
+                      representations=["tfidf"], score_range=(0, 12), cache=False,
+                      n_bootstrap=0, sections=["agreement"])  # fmt: skip
+    result.save(tmp_path / "plain")
+    assert _run(tmp_path / "plain", tmp_path, "qwk.ci_low>=0.7") == 2
+    import re
+
+    assert re.search(
+        "the report has no interval for qwk .*--bootstrap B", capsys.readouterr().err
+    )
 
 
 def test_bad_reports_and_policies_exit_2(report, tmp_path, capsys):

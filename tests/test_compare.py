@@ -178,9 +178,11 @@ def test_compare_paired_same_essays(audits):
     k = min((d <= 0).sum(), (d >= 0).sum()) + 1
     assert row["p_value"] == pytest.approx(min(1.0, 2 * k / (B + 1)))
     # a figure without replicates: the values, no interval, and why
-    smd = diffs[diffs["figure"] == "smd"].iloc[0]
-    assert not smd["paired"] and smd["reason"] == "no replicates of this figure"
-    assert math.isnan(smd["ci_low"])
+    exact = diffs[diffs["figure"] == "exact_agreement"].iloc[0]
+    assert not exact["paired"] and exact["reason"] == "no replicates of this figure"
+    assert math.isnan(exact["ci_low"])
+    # the SMD has replicates: paired too
+    assert bool(diffs[diffs["figure"] == "smd"].iloc[0]["paired"])
     flag = diffs[diffs["figure"] == "acceptable"].iloc[0]
     assert flag["reason"] == "a yes/no flag"
     values = result.tables["values"]

@@ -517,8 +517,12 @@ def test_overview_lists_what_was_left_out_and_why(page, audit):
 def test_numbers_and_flags_are_formatted(page, audit):
     tables, _ = audit
     agreement = tables["agreement"]
-    for value in agreement["qwk"]:
-        assert f'<td class="num">{value:.3f}</td>' in page
+    for value, low, high in zip(
+        agreement["qwk"], agreement["qwk_ci_low"], agreement["qwk_ci_high"]
+    ):
+        # with its bootstrap interval where it has one (not the pooled rows)
+        ci = "" if np.isnan(low) else f" [{low:.2f}, {high:.2f}]"
+        assert f'<td class="num">{value:.3f}{ci}</td>' in page
     for value in tables["lipschitz"]["lipschitz_minmax"]:
         assert f"{100 * value:.3f}" in page
     assert page.count('<span class="ok"') >= int(agreement["smd_ok"].sum())
@@ -762,9 +766,10 @@ def test_each_part_shows_its_own_prompts_rows(multi):
         # the given system's row: representation "" shown as its own scores
         cells = _rows(part, "<i>own scores</i>")
         assert ["<i>own scores</i>", "engine_v3", "given scores", "10"] == cells[0][:4]
-        assert cells[0][4] == f"{given['qwk']:.3f}"
+        interval = f"[{given['qwk_ci_low']:.2f}, {given['qwk_ci_high']:.2f}]"
+        assert cells[0][4] == f"{given['qwk']:.3f} {interval}"
         for value in rows["qwk"]:
-            assert f'<td class="num">{value:.3f}</td>' in part
+            assert f'<td class="num">{value:.3f} [' in part
         lip = tables["lipschitz"]
         for value in lip.loc[lip["prompt"] == prompt, "lipschitz_minmax"]:
             assert f"{100 * value:.3f}" in part

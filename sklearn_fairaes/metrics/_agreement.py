@@ -31,10 +31,19 @@ import numpy as np
 from .._validation import check_same_length, check_score_range, check_scores
 from ..exceptions import UndefinedMetricWarning
 from ..resources import require
+from ._bootstrap import (
+    bootstrap_result,
+    bootstrap_seed,
+    check_n_bootstrap,
+    kappa_replicates,
+    replicate_weights,
+    smd_replicates,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import ArrayLike, NDArray
+    from sklearn.utils import Bunch
 
     Rounding = Literal["round", "truncate"] | None
     SMDMethod = Literal["johnson", "pooled", "unpooled", "williamson"]
@@ -328,7 +337,10 @@ def qwk(
     rounding: Rounding = "round",
     replace_undefined_by: float = np.nan,
     sample_weight: ArrayLike | None = None,
-) -> float:
+    n_bootstrap: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    confidence_level: float = 0.95,
+) -> float | Bunch:
     """Quadratic weighted kappa between human and machine scores.
 
     The agreement measure of the paper (Section 4.3) and of Williamson et al.
@@ -384,11 +396,23 @@ def qwk(
         ``cohen_kappa_score``: the moments are weighted, so an integer weight
         counts as that many copies of the essay. The score scale still comes
         from every essay.
+    n_bootstrap : int, default=None
+        An int ``B``: return a Bunch with the percentile interval of ``B``
+        essay-level bootstrap replicates (see Notes).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the replicates (an int makes them reproducible).
+    confidence_level : float, default=0.95
+        Level of the bootstrap interval.
 
     Returns
     -------
     kappa : float
         In [-1, 1]; 1 is perfect agreement, 0 chance agreement.
+    result : Bunch
+        Only with ``n_bootstrap``: ``qwk`` (the kappa), ``ci_low``,
+        ``ci_high``, ``replicates`` (shape ``(n_bootstrap,)``; NaN, or
+        ``replace_undefined_by``, on a replicate whose essays all have one
+        same score), ``confidence_level`` and ``n_bootstrap``.
 
     Raises
     ------
@@ -410,6 +434,12 @@ def qwk(
     ``1 - sum(w * O) / sum(w * E)`` with ``w_ij = (i - j) ** 2`` reduces to
     the continuous formula applied to the points' positions; this module
     computes it that way, which needs no confusion matrix.
+
+    With ``n_bootstrap``, replicate ``b`` draws ``n`` essays with replacement
+    (essay ``i`` ``w[b, i]`` times) and the kappa is that of
+    ``sample_weight=w[b]`` (times ``sample_weight`` when given); the score
+    scale and the rounding stay those of the full sample. All replicates come
+    from a few ``(B, n)`` array operations, not ``B`` calls.
 
     References
     ----------
@@ -443,24 +473,36 @@ def qwk(
     1.0
     >>> round(qwk([2, 3, 4, 3], [0, 3, 6, 3], score_range=(0, 6)), 4)
     0.6
+    >>> r = qwk([1, 2, 3, 4, 4, 2, 3, 1], [1, 2, 4, 4, 3, 2, 3, 2],
+    ...         n_bootstrap=500, random_state=0)
+    >>> round(r.qwk, 4), bool(r.ci_low <= r.qwk <= r.ci_high), r.replicates.shape
+    (0.8333, True, (500,))
     """
     _check_rounding(rounding)
     replace_undefined_by = _check_replace_undefined_by(replace_undefined_by)
     a, b = _check_pair(y_true, y_pred)
     w = _check_sample_weight(sample_weight, a.shape[0])
     scale = _check_scale(score_range, labels)
+    n_bootstrap = check_n_bootstrap(n_bootstrap, confidence_level)
+    context = "y_true and y_pred"
     if rounding is None:
         if labels is not None:
             _check_labels(labels, rounding)
         if scale is not None:
             _check_within(a, scale)
             b = _trim_to_scale(b, scale)
-        return _kappa(a, b, replace_undefined_by, "y_true and y_pred", w)
-    a, b, labels = _on_scale(a, b, labels, scale)
-    pos_true, pos_pred = _score_points(a, b, labels, rounding)
-    return _kappa(
-        pos_true, pos_pred, replace_undefined_by, "y_true and the rounded y_pred", w
-    )
+    else:
+        a, b, labels = _on_scale(a, b, labels, scale)
+        a, b = _score_points(a, b, labels, rounding)
+        context = "y_true and the rounded y_pred"
+    kappa = _kappa(a, b, replace_undefined_by, context, w)
+    if n_bootstrap is None:
+        return kappa
+    weights = replicate_weights(a.shape[0], n_bootstrap, bootstrap_seed(random_state))
+    if w is not None:
+        weights = weights * w
+    reps = kappa_replicates(a, b, weights, replace_undefined_by)
+    return bootstrap_result("qwk", kappa, reps, confidence_level)
 
 
 def mean_qwk(kappas: ArrayLike, weights: ArrayLike | None = None) -> float:
@@ -711,7 +753,10 @@ def standardized_mean_difference(
     population_y_true_observed_sd: float | None = None,
     population_y_pred_sd: float | None = None,
     sample_weight: ArrayLike | None = None,
-) -> float:
+    n_bootstrap: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    confidence_level: float = 0.95,
+) -> float | Bunch:
     """Standardized mean difference between machine and human scores.
 
     ``(mean(y_pred) - mean(y_true)) / denominator``, signed (machine minus
@@ -748,12 +793,26 @@ def standardized_mean_difference(
         Non-negative weight of each essay (not all zero): weighted means, and
         SDs with frequency weights (divisor ``sum(w) - ddof``), so an integer
         weight counts as that many copies of the essay.
+    n_bootstrap : int, default=None
+        An int ``B``: return a Bunch with the percentile interval of ``B``
+        essay-level bootstrap replicates (see Notes).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the replicates (an int makes them reproducible).
+    confidence_level : float, default=0.95
+        Level of the bootstrap interval.
 
     Returns
     -------
     smd : float
         NaN, with an :class:`~sklearn_fairaes.exceptions.UndefinedMetricWarning`,
         when the denominator is zero (constant scores, or a zero population SD).
+    result : Bunch
+        Only with ``n_bootstrap``: ``smd``, ``ci_low``, ``ci_high``,
+        ``replicates`` (the SMD with ``sample_weight`` the replicate's
+        multiplicities, times ``sample_weight`` when given; NaN where the
+        resampled scores are constant; the population SDs stay fixed),
+        ``confidence_level`` and ``n_bootstrap`` (for the absolute SMD,
+        take absolute values).
 
     Examples
     --------
@@ -766,6 +825,10 @@ def standardized_mean_difference(
     >>> round(standardized_mean_difference(
     ...     y, pred, method="johnson", population_y_true_observed_sd=2.0), 4)
     0.25
+    >>> r = standardized_mean_difference(y * 3, [1, 2, 4, 4, 2, 3, 3, 5, 4, 5, 2, 4],
+    ...                                  n_bootstrap=500, random_state=0)
+    >>> round(r.smd, 4), bool(r.ci_low < r.smd < r.ci_high)
+    (0.6101, True)
     """
     if method not in _SMD_METHODS:
         raise ValueError(
@@ -796,6 +859,29 @@ def standardized_mean_difference(
                 f"{name} is not used by method={method!r}; drop it, or use "
                 f"method='williamson' (both SDs) or method='johnson' (the human SD)"
             )
+    n_bootstrap = check_n_bootstrap(n_bootstrap, confidence_level)
+    value = _smd(a, b, w, method, ddof, sd_true, sd_pred)
+    if n_bootstrap is None:
+        return value
+    weights = replicate_weights(a.shape[0], n_bootstrap, bootstrap_seed(random_state))
+    if w is not None:
+        weights = weights * w
+    reps = smd_replicates(
+        a, b, weights, method=method, ddof=ddof, population_sds=(sd_true, sd_pred)
+    )
+    return bootstrap_result("smd", value, reps, confidence_level)
+
+
+def _smd(
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    w: NDArray[np.float64] | None,
+    method: SMDMethod,
+    ddof: int,
+    sd_true: float | None,
+    sd_pred: float | None,
+) -> float:
+    """The SMD of checked inputs (see :func:`standardized_mean_difference`)."""
     if w is not None:
         keep = w > 0  # a zero weight removes the essay
         a, b, w = a[keep], b[keep], w[keep]

@@ -136,7 +136,7 @@ def _agreement_row(
     smd_ddof: int,
 ) -> dict[str, float]:
     """One row of :func:`group_agreement_report` (scores of at least 2 essays)."""
-    smd_population: dict[str, float] = {}
+    smd_population: dict[str, Any] = {}
     if smd_method in ("johnson", "williamson"):
         smd_population["population_y_true_observed_sd"] = population["smd_true_sd"]
     if smd_method == "williamson":
@@ -144,9 +144,13 @@ def _agreement_row(
     return {
         "human_sd": float(np.std(human, ddof=1)),
         "machine_sd": float(np.std(machine, ddof=1)),
-        "qwk": qwk(human, machine, labels=labels, rounding=rounding),
-        "smd": standardized_mean_difference(
-            human, machine, method=smd_method, ddof=smd_ddof, **smd_population
+        # without n_bootstrap both return floats
+        "qwk": cast(float, qwk(human, machine, labels=labels, rounding=rounding)),
+        "smd": cast(
+            float,
+            standardized_mean_difference(
+                human, machine, method=smd_method, ddof=smd_ddof, **smd_population
+            ),
         ),
         "dsm": difference_of_standardized_means(
             human,

@@ -28,7 +28,9 @@ from sklearn.utils import Bunch
 
 from .._validation import check_embeddings
 from ..exceptions import UndefinedMetricWarning
+from ._bootstrap import bootstrap_interval, bootstrap_seed, replicate_weights
 from ._pairs import _types
+from ._pairs._bootstrap_pairs import LipschitzCondition, replicate_lipschitz_fractions
 from ._pairs._counters import _LipschitzCounter, _screened_count
 from ._pairs._engine import PairwiseEngine, as_engine
 from ._pairs._keys import select_rank_windows
@@ -87,6 +89,7 @@ def lipschitz_fraction(
     random_state: int | np.random.RandomState | None = None,
     block_size: int | None = None,
     confidence_level: float = 0.95,
+    n_bootstrap: int | None = None,
 ) -> float | Bunch:
     """Share of pairs of essays whose score difference respects their distance.
 
@@ -139,12 +142,19 @@ def lipschitz_fraction(
         replacement), for corpora too large to count all pairs; the
         normalisation still uses the exact ranges (see Notes).
     random_state : int, RandomState instance or None, default=None
-        Seeds the draw of pairs when ``max_pairs`` is set.
+        Seeds the draw of pairs when ``max_pairs`` is set, and the bootstrap
+        replicates when ``n_bootstrap`` is set (an int makes them
+        reproducible; None or a RandomState draws the seed from it).
     block_size : int, default=None
         Side of the blocks of the distance matrix (None: 2048); memory grows
         with its square.
     confidence_level : float, default=0.95
         Level of the interval returned with ``return_counts=True``.
+    n_bootstrap : int, default=None
+        None: no bootstrap. An int ``B``: with ``return_counts=True``, the
+        interval is the percentile interval of ``B`` essay-level bootstrap
+        replicates (see Notes), all computed in one extra pass over the
+        pairs. Only for the exact fraction (``max_pairs`` None).
 
     Returns
     -------
@@ -156,7 +166,9 @@ def lipschitz_fraction(
         ``n_total_pairs`` (all pairs); ``exact`` (False when estimated from a
         sample); ``ci_low``, ``ci_high`` (Wilson score interval at
         ``confidence_level`` for the exact fraction over all pairs, equal to
-        the fraction when exact);
+        the fraction when exact; with ``n_bootstrap``, the percentile
+        bootstrap interval); ``replicates`` (only with ``n_bootstrap``: the
+        fraction on each replicate, shape ``(n_bootstrap,)``);
         ``confidence_level``; ``distance_range`` and ``outcome_range`` (the
         ``(min, max)`` used by the normalisation; ``distance_range`` is None
         with ``normalize=None``, where it is not computed).
@@ -202,6 +214,29 @@ def lipschitz_fraction(
     range is narrower than the true one and biased the estimate beyond its
     interval.)
 
+    With ``n_bootstrap``, the bootstrap resamples *essays*, not pairs (pairs
+    that share an essay are dependent): replicate ``b`` draws ``N`` essays
+    with replacement, essay ``i`` ``w[b, i]`` times, and the fraction is
+    recomputed over the pairs of two different essays of the resampled set,
+    i.e. the pair ``(i, j)`` weighted by ``w[b, i] * w[b, j]`` (a copy of an
+    essay is not paired with itself). The normalisation ranges stay those of
+    the full sample: they set the scale of the figure, and a replicate's own
+    range is biased (its extremes are missing from about a third of the
+    replicates). All replicates come from one pass over the blocks of pairs
+    (a matrix product of the replicate weights by each block's 0/1 matrix of
+    satisfied pairs), whose cost grows with ``B`` but not with ``B`` passes.
+
+    The percentile interval undercovers a little at small ``N``: in a
+    simulation with a known population fraction (``normalize=None``, iid
+    essays, 400 samples each, 95% nominal), it covered 93.0% at ``N = 60``
+    (94.2% with ``B = 1000``), 93.5% at ``N = 150``, 94.8% at ``N = 200``
+    (95.8% with ``B = 1000``) and 94.0% at ``N = 400``, with ``B = 200``
+    unless stated (each figure +-1.1 points of simulation error). A pair
+    fraction is a U-statistic whose resampling distribution is skewed and
+    slightly too narrow at small ``N`` (a resample holds about ``0.63 N``
+    distinct essays); from a few hundred essays the interval is close to
+    nominal. Simulation: ``tests/test_bootstrap.py``.
+
     References
     ----------
     Dwork, C. et al. (2012). Fairness through awareness. ITCS.
@@ -221,13 +256,25 @@ def lipschitz_fraction(
     >>> counts = lipschitz_fraction(X, [2, 2, 5, 5], return_counts=True)
     >>> int(counts.n_satisfied), int(counts.n_pairs)
     (3, 6)
+    >>> boot = lipschitz_fraction(
+    ...     X, [2, 2, 5, 5], return_counts=True, n_bootstrap=200, random_state=0
+    ... )
+    >>> boot.replicates.shape, bool(boot.ci_low <= 0.5 <= boot.ci_high)
+    ((200,), True)
     """
     check_option(normalize, "normalize", ("minmax", "max", None))
     lipschitz_constant = check_real(lipschitz_constant, "lipschitz_constant", positive=True)
     max_pairs = check_int(max_pairs, "max_pairs", minimum=1, allow_none=True)
     confidence_level = check_real(confidence_level, "confidence_level", lower=0, upper=1)
+    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", minimum=1, allow_none=True)
     engine = as_engine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
     y = _scores(y_pred, engine)
+    if n_bootstrap is not None and max_pairs is not None and max_pairs < engine.n_pairs:
+        raise ValueError(
+            "n_bootstrap needs the exact fraction over all pairs; leave max_pairs=None "
+            "(the bootstrap pass costs about one exact count per few hundred replicates)"
+        )
+    full_engine, full_y = engine, y
     total = engine.n_pairs
     o_range = _outcome_range(y)
 
@@ -299,6 +346,19 @@ def lipschitz_fraction(
     low, high = (
         (fraction, fraction) if exact else _wilson_interval(n_ok, n_eval, confidence_level)
     )
+    extra: dict[str, Any] = {}
+    if n_bootstrap is not None:
+        replicates = _lipschitz_replicates(
+            full_engine,
+            full_y,
+            n_bootstrap,
+            random_state,
+            _scaling(*(d_range or (0.0, 0.0)), normalize, "distance"),
+            _scaling(*o_range, normalize, "score difference"),
+            lipschitz_constant,
+        )
+        low, high = bootstrap_interval(replicates, confidence_level)
+        extra["replicates"] = replicates
     return Bunch(
         fraction=float(fraction),
         n_satisfied=int(n_ok),
@@ -310,7 +370,24 @@ def lipschitz_fraction(
         confidence_level=confidence_level,
         distance_range=d_range,
         outcome_range=o_range,
+        **extra,
     )
+
+
+def _lipschitz_replicates(
+    engine: PairwiseEngine,
+    y: NDArray[np.float64],
+    n_bootstrap: int,
+    random_state: int | np.random.RandomState | None,
+    d_scaling: Any,
+    o_scaling: Any,
+    lipschitz_constant: float,
+) -> NDArray[np.float64]:
+    """The fraction on each essay-level bootstrap replicate (one pass)."""
+    weights = replicate_weights(engine.n_samples, n_bootstrap, bootstrap_seed(random_state))
+    condition = LipschitzCondition(y, d_scaling, o_scaling, lipschitz_constant)
+    # the scalings of the full sample (see lipschitz_fraction's Notes)
+    return replicate_lipschitz_fractions(engine, weights, [condition])[0]
 
 
 # --------------------------------------------------------------------------

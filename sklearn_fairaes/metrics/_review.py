@@ -95,6 +95,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ._bootstrap import (
+    bootstrap_interval,
+    bootstrap_seed,
+    check_n_bootstrap,
+    replicate_weights,
+)
 from ._pairs._engine import PairwiseEngine, as_engine
 from ._pairs._keys import N_COARSE_KEYS, key_floor
 from ._pairs._results import TableResult
@@ -197,6 +203,9 @@ def essay_consistency(
     include_self: bool = False,
     n_jobs: int | None = None,
     block_size: int | None = None,
+    n_bootstrap: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    confidence_level: float = 0.95,
 ) -> EssayConsistency:
     """Each essay's nearest neighbours, their scores, and the essays to review.
 
@@ -238,6 +247,14 @@ def essay_consistency(
         depend on it.
     block_size : int, default=None
         Side of the blocks of the distance matrix (None: 2048).
+    n_bootstrap : int, default=None
+        None: no bootstrap. An int ``B``: the result gains the percentile
+        interval of the consistency over ``B`` essay-level bootstrap
+        replicates (see Notes).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the replicates (an int makes them reproducible).
+    confidence_level : float, default=0.95
+        Level of the bootstrap interval.
 
     Returns
     -------
@@ -251,8 +268,10 @@ def essay_consistency(
         by decreasing ``|gap|``, ties by position), and the scalars
         ``consistency`` (a float in score units: 1 minus the mean ``|gap|``;
         scale scores to ``[0, 1]`` for AIF360's reading, where 1 is perfectly
-        consistent), ``n_neighbors`` and ``include_self``.
-        ``result.to_frame()`` returns a DataFrame.
+        consistent), ``n_neighbors`` and ``include_self``. With
+        ``n_bootstrap``, also ``consistency_ci_low``, ``consistency_ci_high``,
+        ``consistency_replicates`` (shape ``(n_bootstrap,)``) and
+        ``confidence_level``. ``result.to_frame()`` returns a DataFrame.
 
     Raises
     ------
@@ -267,6 +286,17 @@ def essay_consistency(
     the square distance matrix and ``D[i, i]`` left out. Duplicate essays are
     each other's neighbours at distance 0. Constant scores give gaps of 0 and
     a consistency of 1. Memory is ``O(N * n_neighbors + block_size**2)``.
+
+    With ``n_bootstrap``, replicate ``b`` draws ``N`` essays with replacement
+    (essay ``i`` ``w[b, i]`` times) and its consistency is ``1 - sum_i w[b, i]
+    |gap_i| / N``: the neighbours and gaps are those found once on the full
+    sample, and only the mean over essays is resampled. This is an
+    approximation *conditional on the neighbourhoods*: a full bootstrap would
+    search each resampled set for neighbours again, where an essay's copies
+    are each other's nearest neighbours at distance 0, which makes the gaps of
+    the drawn duplicates 0 and biases the consistency upwards; keeping the
+    full sample's neighbours avoids that bias but leaves out the variability
+    of the neighbour search itself, so the interval is a little narrow.
 
     References
     ----------
@@ -286,6 +316,10 @@ def essay_consistency(
     [2, 0, 1, 3]
     >>> result.consistency  # in score points: 1 - mean |gap|
     -0.25
+    >>> boot = essay_consistency(X, [3, 3, 1, 1], n_neighbors=2, n_bootstrap=200,
+    ...                          random_state=0)
+    >>> boot.consistency_replicates.shape, bool(boot.consistency_ci_low <= -0.25)
+    ((200,), True)
     """
     engine = as_engine(X, metric=metric, block_size=block_size, n_jobs=n_jobs)
     y = _scores(y_pred, engine)
@@ -301,8 +335,48 @@ def essay_consistency(
             f"other essays, so use n_neighbors <= {limit}"
             + ("" if include_self else " (or include_self=True, which counts the essay)")
         )
+    n_bootstrap = check_n_bootstrap(n_bootstrap, confidence_level)
     found = _review(engine, y, n_others=n_others)
-    return _consistency_result(y, found, k, bool(include_self))
+    result = _consistency_result(y, found, k, bool(include_self))
+    if n_bootstrap is not None:
+        weights = replicate_weights(n, n_bootstrap, bootstrap_seed(random_state))
+        reps = consistency_replicates(result.gap, weights)
+        low, high = bootstrap_interval(reps, confidence_level)
+        result.update(
+            consistency_ci_low=low,
+            consistency_ci_high=high,
+            consistency_replicates=reps,
+            confidence_level=float(confidence_level),
+        )
+    return result
+
+
+def consistency_replicates(
+    gap: NDArray[np.float64], weights: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The consistency ``1 - mean |gap|`` on every replicate, neighbours fixed.
+
+    Parameters
+    ----------
+    gap : ndarray of shape (n_samples,)
+        Each essay's gap to its neighbours, found on the full sample.
+    weights : ndarray of shape (n_bootstrap, n_samples)
+        Multiplicities of the essays.
+
+    Returns
+    -------
+    replicates : ndarray of shape (n_bootstrap,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.metrics._review import consistency_replicates
+    >>> consistency_replicates(np.array([1.0, -1.0, 0.0]), np.array([[3.0, 0, 0]]))
+    array([0.])
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    out: NDArray[np.float64] = 1.0 - (w @ np.abs(gap)) / w.sum(axis=1)
+    return out
 
 
 def _consistency_result(

@@ -53,7 +53,7 @@ units; 1 is perfectly consistent).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from sklearn.base import clone
@@ -89,15 +89,16 @@ def _qwk(
     # RSMTool uses; pass rounding=None for the continuous QWK instead.
     if kwargs.get("rounding", "round") == "round":
         y_true = np.rint(check_scores(y_true, name="y_true"))
-    return qwk(y_true, y_pred, sample_weight=sample_weight, **kwargs)
+    return cast(float, qwk(y_true, y_pred, sample_weight=sample_weight, **kwargs))
 
 
 def _abs_smd(
     y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: Any = None, **kwargs: Any
 ) -> float:
-    return abs(
-        standardized_mean_difference(y_true, y_pred, sample_weight=sample_weight, **kwargs)
+    smd = standardized_mean_difference(
+        y_true, y_pred, sample_weight=sample_weight, **kwargs
     )
+    return abs(cast(float, smd))
 
 
 def _trend(X: Any, y_pred: ArrayLike, **kwargs: Any) -> float:
@@ -167,6 +168,10 @@ _REGISTRY: dict[str, tuple[Callable[..., Any], str, bool, str, Callable[..., Any
 }
 # arguments the scorer itself supplies: never fixed keywords
 _SUPPLIED = {"sample_weight", "return_counts", "return_details"}
+# a scorer returns one number: the bootstrap options (which make a metric
+# return a Bunch) are not its keywords, nor the seed of an agreement metric,
+# which seeds only the bootstrap
+_BOOTSTRAP = {"n_bootstrap", "confidence_level"}
 # the paraphrase scorer samples essays: seeded by default, so that two
 # identical calls give the same value
 _DEFAULT_SEED = 0
@@ -179,11 +184,14 @@ def _keywords(func: Callable[..., Any]) -> list[str] | None:
     params = list(inspect.signature(func).parameters.values())
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return None
+    left_out = set(_SUPPLIED)
+    if any(p.name == "n_bootstrap" for p in params):
+        left_out |= _BOOTSTRAP | ({"random_state"} if params[0].name == "y_true" else set())
     # the first two parameters are the data (y_true/X and y_pred/X_paraphrased)
     return sorted(
         p.name
         for p in params[2:]
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in _SUPPLIED
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in left_out
     )
 
 

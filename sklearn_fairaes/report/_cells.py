@@ -110,6 +110,27 @@ def _pct(value: Any) -> Cell:
     return Cell(f"{100.0 * float(value):.3f}", numeric=True)
 
 
+def _pct_ci(value: Any, low: Any = None, high: Any = None) -> Cell:
+    """A percentage with its interval when there is one (``99.912 [99.86, 99.95]``)."""
+    if _missing(value):
+        return _NA
+    if _missing(low) or _missing(high):
+        return _pct(value)
+    return Cell(
+        f"{100.0 * float(value):.3f} [{100.0 * float(low):.2f}, {100.0 * float(high):.2f}]",
+        numeric=True,
+    )
+
+
+def _num_ci(value: Any, low: Any = None, high: Any = None) -> Cell:
+    """A number with 3 decimals and its interval when there is one (``0.712 [0.68, 0.74]``)."""
+    if _missing(value):
+        return _NA
+    if _missing(low) or _missing(high):
+        return _num(value)
+    return Cell(f"{float(value):.3f} [{float(low):.2f}, {float(high):.2f}]", numeric=True)
+
+
 def _pvalue(value: Any) -> Cell:
     if _missing(value):
         return _NA

@@ -378,7 +378,12 @@ def _locate(result: AuditResult, req: Requirement) -> tuple[str, DataFrame, str]
 def _evaluate(result: AuditResult, req: Requirement, level: float) -> list[dict[str, Any]]:
     table, frame, column = _locate(result, req)
     absolute = req.metric == "abs_smd"
-    has_ci = f"{column}_ci_low" in frame.columns and f"{column}_ci_high" in frame.columns
+    has_ci = (
+        f"{column}_ci_low" in frame.columns
+        and f"{column}_ci_high" in frame.columns
+        # an audit run with n_bootstrap=0 keeps the columns, empty
+        and bool(frame[f"{column}_ci_low"].notna().any())
+    )
     if req.bound is not None and not has_ci:
         raise ValueError(
             f"requirement {req.text!r}: the report has no interval for {req.metric} (its "

@@ -45,10 +45,18 @@ cycle):
     keys of distances, and selection of order statistics.
 ``_counters``
     The Lipschitz counters: exact, float32-screened, score-sorted.
-``_review_stats``, ``_review_fused``, ``_review_screened``, ``_review_pass``
+``_bootstrap_pairs``
+    The weighted Lipschitz counts of all essay-level bootstrap replicates
+    (and several conditions) in one pass: a matrix product per block.
+``_review_stats``
+    The statistics shared by the review metrics' pass (critical constants).
+``_bootstrap_quantiles``
+    The empirical Lipschitz constants of all bootstrap replicates: the upper
+    tail of critical constants gathered once, replicate weights cumulated.
+``_review_fused``, ``_review_screened``, ``_review_pass``
     The one pass behind the review metrics (neighbours, violations, profile):
-    shared statistics, the fused float64 pass, the float32-screened pass, and
-    the choice between them.
+    the fused float64 pass, the float32-screened pass, and the choice
+    between them.
 
 Conventions shared by every pair metric
 ---------------------------------------

@@ -28,11 +28,15 @@ from .._cells import (
     _KIND_LABELS,
     _NA,
     _THRESHOLDS,
+    Cell,
+    _cell,
     _flag,
     _missing,
     _mod,
     _num,
+    _num_ci,
     _present,
+    _pvalue,
     _rep,
     _scale_text,
     _systems,
@@ -40,6 +44,7 @@ from .._cells import (
 )
 from .._plots import _check_table
 from ._base import AnalysisOutput, Heading, Section
+from ._common import DIFFERENCE_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,16 +73,167 @@ class _Agreement:
 
     def run(self, study: Study) -> AnalysisOutput:
         """The agreement of every system, and of the two raters when given."""
-        replicates: dict[tuple[str, str, str, str], NDArray[np.float64]] = {}
-        tables = {
-            "agreement": agreement_table(study, replicates),
-            "confusion": confusion_table(study),
-        }
+        out = AnalysisOutput()
+        table = agreement_table(study, out.replicates)
+        differences = _bootstrap_agreement(study, table, out)
+        out.tables["agreement"] = table
+        out.tables["confusion"] = confusion_table(study)
         if study.raters is not None and study.rater_cols is not None:
-            tables["human_agreement"] = human_agreement_table(
+            out.tables["human_agreement"] = human_agreement_table(
                 study.raters, study.rater_cols, study.score_step
             )
-        return AnalysisOutput(tables=tables, replicates=replicates)
+        out.tables["system_differences"] = differences
+        return out
+
+
+#: The headline columns of the agreement table that get bootstrap intervals.
+_CI_FIGURES = ("qwk", "degradation", "smd")
+#: The figures of the agreement rows of ``system_differences``.
+_DIFF_FIGURES = ("qwk", "abs_smd")
+
+
+def _bootstrap_agreement(study: Study, table: DataFrame, out: AnalysisOutput) -> DataFrame:
+    """Insert ``X_ci_low`` / ``X_ci_high`` after qwk, degradation and smd (NaN when off).
+
+    Each replicate recomputes the figure with the essays weighted by their
+    multiplicities (as ``sample_weight``), all replicates at once
+    (:func:`~sklearn_fairaes.metrics._bootstrap.kappa_replicates`,
+    ``smd_replicates``); the degradation's human-human QWK with the same
+    weights. The replicates go to ``out.replicates``; returns the
+    ``system_differences`` rows: the paired differences of QWK and the
+    absolute SMD between every two systems (none when the bootstrap is off).
+    """
+    from ...metrics._bootstrap import (
+        bootstrap_interval,
+        kappa_replicates,
+        smd_replicates,
+    )
+
+    pd = require("pandas", purpose="the audit")
+    weights = study.bootstrap_weights()
+    level = float(getattr(study.settings, "confidence_level", 0.95))
+    smd_method = str(getattr(study.settings, "smd_method", "unpooled"))
+    intervals: dict[str, list[tuple[float, float]]] = {f: [] for f in _CI_FIGURES}
+    preds = _table_predictions(study, table)
+    human = np.asarray(study.human, dtype=float)
+    hh = None
+    if weights is not None and study.raters is not None:
+        hh = kappa_replicates(*_rater_positions(study), weights)
+    found: dict[tuple[str, str], dict[str, NDArray[np.float64]]] = {}
+    for rname, sname, machine in preds:
+        if weights is None or machine is None:
+            for f in _CI_FIGURES:
+                intervals[f].append((np.nan, np.nan))
+            continue
+        # as agreement_table: trimmed to the scale, on its score points for QWK
+        a, m, trimmed = _positions(study, np.asarray(machine, dtype=float))
+        reps = {
+            "qwk": kappa_replicates(a, m, weights),
+            "smd": smd_replicates(human, trimmed, weights, method=smd_method),
+        }
+        if hh is not None:
+            reps["degradation"] = hh - reps["qwk"]
+        for f in _CI_FIGURES:
+            r = reps.get(f)
+            intervals[f].append(
+                (np.nan, np.nan) if r is None else bootstrap_interval(r, level)
+            )
+            if r is not None:
+                out.replicates[("agreement", rname, sname, f)] = r
+        found[(rname, sname)] = reps
+    for f in _CI_FIGURES:
+        at = list(table.columns).index(f) + 1
+        table.insert(at, f"{f}_ci_low", [c[0] for c in intervals[f]])
+        table.insert(at + 1, f"{f}_ci_high", [c[1] for c in intervals[f]])
+    return pd.DataFrame(_difference_rows(table, found, level), columns=DIFFERENCE_COLUMNS)
+
+
+def _positions(
+    study: Study, machine: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The human and machine scores as :func:`agreement_table`'s QWK and SMD see them.
+
+    Returns the human scores' and the machine scores' positions on the score
+    points (0 = the scale's low end, one per step; the trimmed, unrounded
+    scores with ``score_step="continuous"``), and the trimmed machine scores
+    (the SMD's).
+    """
+    from ...metrics._agreement import TRIM_TOLERANCE
+
+    lo, hi = study.score_range
+    unit = _unit(study)
+    trimmed = np.clip(machine, lo - TRIM_TOLERANCE * unit, hi + TRIM_TOLERANCE * unit)
+    if study.score_step == "continuous":
+        return np.asarray(study.human, dtype=float), trimmed, trimmed
+    # half to even in steps from low, as numpy's rint in the table
+    return _index(study.human, lo, unit), np.rint((trimmed - lo) / unit), trimmed
+
+
+def _rater_positions(study: Study) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The two raters' scores as the human-human QWK of :func:`agreement_table` sees them."""
+    assert study.raters is not None  # for mypy: called with raters only
+    r1, r2 = (np.asarray(r, dtype=float) for r in study.raters)
+    if study.score_step == "continuous":
+        return r1, r2
+    low = float(min(r1.min(), r2.min()))
+    unit = _unit(study)
+    return _index(r1, low, unit), _index(r2, low, unit)
+
+
+def _difference_rows(
+    table: DataFrame,
+    found: Mapping[tuple[str, str], Mapping[str, NDArray[np.float64]]],
+    level: float,
+) -> list[tuple[Any, ...]]:
+    """Paired differences of QWK and the absolute SMD between every two rows of ``table``.
+
+    Two rows are compared when they are scorings of one representation, or
+    one of them is a given or fitted system (representation ``""``, the same
+    under every representation); two trained baselines of different
+    representations are not. ``representation`` is the pair's (``""`` for
+    two given or fitted systems).
+    """
+    from ...metrics._bootstrap import paired_difference
+
+    est: dict[tuple[str, str], dict[str, float]] = {
+        (str(r["representation"]), str(r["system"])): {
+            "qwk": float(r["qwk"]),
+            "abs_smd": abs(float(r["smd"])),
+        }
+        for r in table.to_dict("records")
+    }
+    keys = [k for k in est if k in found]
+    rows: list[tuple[Any, ...]] = []
+    for i, ka in enumerate(keys):
+        for kb in keys[i + 1 :]:
+            if ka[0] and kb[0] and ka[0] != kb[0]:
+                continue
+            reps_a = {"qwk": found[ka]["qwk"], "abs_smd": np.abs(found[ka]["smd"])}
+            reps_b = {"qwk": found[kb]["qwk"], "abs_smd": np.abs(found[kb]["smd"])}
+            for figure in _DIFF_FIGURES:
+                d = paired_difference(
+                    est[ka][figure], est[kb][figure], reps_a[figure], reps_b[figure], level
+                )
+                rows.append(
+                    (ka[0] or kb[0], figure, ka[1], kb[1], d.difference, d.ci_low,
+                     d.ci_high, d.p_value)
+                )  # fmt: skip
+    return rows
+
+
+def _table_predictions(
+    study: Study, table: DataFrame
+) -> list[tuple[str, str, NDArray[np.float64] | None]]:
+    """Each row's (representation, system, scores), in the table's order."""
+    found = {
+        (rname, system.name): scores
+        for system in study.systems.values()
+        for rname, scores in system.agreement_rows()
+    }
+    return [
+        (str(r), str(s), found.get((r, s)))
+        for r, s in zip(table["representation"], table["system"])
+    ]
 
 
 def _rows(study: Study) -> list[tuple[str, str, str, Any]]:
@@ -418,18 +574,21 @@ def view(
         ]
         if with_outside:
             row.append(_num(r.get("n_outside_scale")))
-        row += [_num(r["qwk"]), _flag(r["qwk_ok"])]
+        row += [_ci(r, "qwk"), _flag(r["qwk_ok"])]
         if with_raters:
-            row += [_num(r["human_human_qwk"]), _num(r["degradation"])]
+            row += [_num(r["human_human_qwk"]), _ci(r, "degradation")]
             row.append(_flag(r["degradation_ok"]))
-        row += [_num(r["smd"]), _flag(r["smd_ok"]), _flag(r["acceptable"])]
+        row += [_ci(r, "smd"), _flag(r["smd_ok"]), _flag(r["acceptable"])]
         rows.append(row)
+    with_ci = any(not _missing(r.get("qwk_ci_low")) for r in records)
     out["main"] = _table(
         headers,
         rows,
-        caption="Agreement with the human score (cf. the paper's Table 2)",
+        caption="Agreement with the human score (cf. the paper's Table 2)"
+        + (", with the essay-level bootstrap interval in brackets" if with_ci else ""),
         flags=flags,
     )
+    out["differences"] = _differences(tables)
     out["with_raters"] = with_raters
     with_prmse = "prmse" in table.columns and not all(
         _missing(r.get("prmse")) for r in records
@@ -566,6 +725,39 @@ def _confusion_views(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]
     return views
 
 
+def _ci(record: Mapping[Any, Any], figure: str) -> Cell:
+    """``figure`` of a row with its interval columns, when the table has them."""
+    return _num_ci(
+        record[figure], record.get(f"{figure}_ci_low"), record.get(f"{figure}_ci_high")
+    )
+
+
+_DIFF_LABELS = {"qwk": "QWK", "abs_smd": "|SMD|"}
+
+
+def _differences(tables: Mapping[str, pd.DataFrame]) -> dict[str, Any] | None:
+    """The agreement rows of ``system_differences`` (QWK, |SMD|), or None."""
+    diffs = tables.get("system_differences")
+    if diffs is None or not len(diffs):
+        return None
+    diffs = diffs[diffs["figure"].astype(str).isin(list(_DIFF_LABELS))]
+    if not len(diffs):
+        return None
+    return _table(
+        ["Representation", "Figure", "System A", "System B", "A − B", "Interval", "p"],
+        [
+            [_rep(d["representation"]), _DIFF_LABELS[str(d["figure"])],
+             _mod(d["system_a"]), _mod(d["system_b"]), _num(d["difference"]),
+             _cell(f"[{float(d['ci_low']):.3f}, {float(d['ci_high']):.3f}]"),
+             _pvalue(d["p_value"])]
+            for d in diffs.to_dict("records")
+        ],
+        caption="Paired bootstrap differences of QWK and |SMD| between two systems "
+        "scoring the same essays (same replicates for both; p: two-sided, no "
+        "difference)",
+    )  # fmt: skip
+
+
 # --------------------------------------------------------------------------- pooling
 
 
@@ -620,10 +812,16 @@ SECTION = Section(
             "n",
             "n_outside_scale",
             "qwk",
+            "qwk_ci_low",
+            "qwk_ci_high",
             "qwk_truncated",
             "human_human_qwk",
             "degradation",
+            "degradation_ci_low",
+            "degradation_ci_high",
             "smd",
+            "smd_ci_low",
+            "smd_ci_high",
             "abs_smd_paper",
             "exact_agreement",
             "adjacent_agreement",
@@ -637,6 +835,7 @@ SECTION = Section(
             "acceptable",
         ),
         "confusion": ("representation", "system", "human_score", "system_score", "count"),
+        "system_differences": tuple(DIFFERENCE_COLUMNS),
         "human_agreement": (
             "rater1",
             "rater2",

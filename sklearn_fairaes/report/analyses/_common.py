@@ -27,6 +27,16 @@ _Result = TypeVar("_Result")
 DEGENERATE_SHARE = 0.5
 
 
+#: Columns of the ``system_differences`` table: paired bootstrap differences of
+#: a figure between two scorings of the same essays (same replicates for
+#: both). The agreement section adds its rows (figures ``qwk``, ``abs_smd``),
+#: the lipschitz section its own (``lipschitz_minmax``, ``lipschitz_max``).
+DIFFERENCE_COLUMNS = [
+    "representation", "figure", "system_a", "system_b", "difference", "ci_low",
+    "ci_high", "p_value",
+]  # fmt: skip
+
+
 def noting(
     collected: dict[str, list[str]],
     where: str,

@@ -12,7 +12,22 @@ trained baselines under their own), and for the human scores,
   5 and 100 bins (fewer on tiny corpora: every bin holds two pairs);
 * ``"trend"``: Spearman's rho of those curves (do far essays differ more?);
 * ``"distance_distribution"``: normalised histograms of the pair distances
-  (series ``"distance"``) and of each system's pair score differences.
+  (series ``"distance"``) and of each system's pair score differences;
+* ``"system_differences"``: with the bootstrap on, the paired bootstrap
+  difference of each Lipschitz fraction between every two scorings of the
+  representation (systems, and each system against the human scores), with
+  its interval and two-sided p-value (the agreement section adds its rows
+  for QWK and the absolute SMD to the same table; columns
+  ``_common.DIFFERENCE_COLUMNS``).
+
+With the bootstrap on (``study.bootstrap_weights()``), each fraction has a
+percentile interval (``*_ci_low``, ``*_ci_high``) from essay-level
+replicates: all systems, the human scores and both normalisations of one
+representation come from ONE extra pass over its pairs (private
+``_pairs._bootstrap_pairs``), with the normalisation ranges of the full
+sample. Without it, and in the pooled rows across prompts, the interval
+columns are NaN (a pooled interval would need the prompts' replicates
+combined pair-weighted; not computed).
 
 Every pair is within the study: essays on different prompts are never paired.
 """
@@ -30,12 +45,13 @@ from ...resources import require
 from .._cells import (
     _NA,
     Cell,
+    _cell,
     _mean_sd,
     _missing,
     _mod,
     _num,
     _ordered,
-    _pct,
+    _pct_ci,
     _present,
     _pvalue,
     _rep,
@@ -60,7 +76,15 @@ from .._plots import (
 from .._plots import _ordered as _pordered
 from .._plots import _text as _ptext
 from ._base import AnalysisOutput, FigureContext, Heading, Section
-from ._common import PairAnalysis, degenerate_distances, noting, pair_notes, where
+from ._common import (
+    DIFFERENCE_COLUMNS,
+    PairAnalysis,
+    degenerate_distances,
+    noting,
+    pair_notes,
+    where,
+)
+from ._pair_intervals import _PASS_FIGURES, Scored, Spread, _lipschitz_rows
 from ._spread import matched_lipschitz, relative_fairness
 
 if TYPE_CHECKING:
@@ -75,7 +99,10 @@ __all__ = ["ANALYSIS", "LipschitzAnalysis"]
 _HIST_BINS = 50
 
 LIPSCHITZ_COLUMNS = [
-    "representation", "system", "lipschitz_minmax", "lipschitz_max", "lipschitz_matched",
+    "representation", "system",
+    "lipschitz_minmax", "lipschitz_minmax_ci_low", "lipschitz_minmax_ci_high",
+    "lipschitz_max", "lipschitz_max_ci_low", "lipschitz_max_ci_high",
+    "lipschitz_matched", "lipschitz_matched_ci_low", "lipschitz_matched_ci_high",
     "score_sd", "score_sd_ci_low", "score_sd_ci_high", "human_sd", "n_pairs",
     "n_satisfied_minmax", "n_satisfied_max", "n_satisfied_matched",
 ]  # fmt: skip
@@ -235,6 +262,7 @@ class LipschitzAnalysis(PairAnalysis):
         rows_curve: list[tuple[Any, ...]] = []
         rows_trend: list[tuple[Any, ...]] = []
         rows_dist: list[tuple[Any, ...]] = []
+        rows_diff: list[tuple[Any, ...]] = []
         for rname, space in study.spaces.items():
             pairs, metric = space.pairs, space.metric
             d_sample = np.asarray(space.distance_sample, dtype=float)
@@ -266,6 +294,7 @@ class LipschitzAnalysis(PairAnalysis):
                     n_jobs=n_jobs,
                 ).neighbors
             )
+            scored_counts: list[Scored] = []
             for sname, s in study.scored(rname).items():
                 s = np.asarray(s, dtype=float)
                 place = where(rname, sname)
@@ -335,22 +364,8 @@ class LipschitzAnalysis(PairAnalysis):
                     )
                     for normalize in ("minmax", "max")
                 }
-                rows_lip.append(
-                    (
-                        rname,
-                        sname,
-                        float(counts["minmax"]["fraction"]),
-                        float(counts["max"]["fraction"]),
-                        matched,
-                        rel.score_sd,
-                        *sd_ci,
-                        human_sd,
-                        int(counts["minmax"]["n_pairs"]),
-                        int(counts["minmax"]["n_satisfied"]),
-                        int(counts["max"]["n_satisfied"]),
-                        n_matched,
-                    )
-                )
+                spread = Spread(matched, n_matched, rel.score_sd, sd_ci, human_sd)
+                scored_counts.append((sname, s, counts, spread))
                 for n_bins in curve_bins(study.n):
                     curve = noting(
                         collected,
@@ -390,11 +405,13 @@ class LipschitzAnalysis(PairAnalysis):
                     (rname, sname, edges[k], edges[k + 1], dens[k])
                     for k in range(len(dens))
                 ]
+            rows_lip += _lipschitz_rows(study, rname, space, scored_counts, out, rows_diff)
         out.notes += pair_notes(collected)
         out.tables = {
             "lipschitz": pd.DataFrame(rows_lip, columns=LIPSCHITZ_COLUMNS),
             "relative_fairness": pd.DataFrame(rows_rel, columns=RELATIVE_COLUMNS),
             "error_review": pd.DataFrame(rows_err, columns=ERROR_REVIEW_COLUMNS),
+            "system_differences": pd.DataFrame(rows_diff, columns=DIFFERENCE_COLUMNS),
             "score_distance": pd.DataFrame(rows_curve, columns=SCORE_DISTANCE_COLUMNS),
             "trend": pd.DataFrame(rows_trend, columns=TREND_COLUMNS),
             "distance_distribution": pd.DataFrame(rows_dist, columns=DISTRIBUTION_COLUMNS),
@@ -470,9 +487,12 @@ def view(
                         _rep(r),
                         _mod(m),
                         _num(rec["n_pairs"]),
-                        _pct(rec["lipschitz_minmax"]),
-                        _pct(rec["lipschitz_max"]),
-                        _pct(rec.get("lipschitz_matched")),
+                        *[
+                            _pct_ci(
+                                rec.get(f), rec.get(f"{f}_ci_low"), rec.get(f"{f}_ci_high")
+                            )
+                            for f in _PASS_FIGURES
+                        ],
                         _with_ci(rec, "score_sd"),
                         _num(rec.get("human_sd")),
                     ]
@@ -493,7 +513,8 @@ def view(
             "min–max and max normalisation as in the paper's Table 3 (each system's "
             "own score range; a narrower spread passes more pairs), and spread-matched "
             "(score differences rescaled to the human SD, over the human range: "
-            "comparable across systems); score SD with its bootstrap interval",
+            "comparable across systems); essay-level bootstrap intervals in brackets when "
+            "the bootstrap is on",
         )
     if _present(tables, "relative_fairness"):
         rel = tables["relative_fairness"]
@@ -578,6 +599,26 @@ def view(
             f"system (all listed ones in tables/error_review.csv)",
         )
         out["errors_shown"] = _ERRORS_SHOWN
+    out["differences"] = None
+    diffs = tables.get("system_differences")
+    if diffs is not None:
+        # the agreement section's rows (qwk, abs_smd) are shown there
+        diffs = diffs[diffs["figure"].astype(str).str.startswith("lipschitz_")]
+    if diffs is not None and len(diffs):
+        out["differences"] = _table(
+            ["Representation", "Figure", "System A", "System B", "A − B (pct. points)",
+             "Interval", "p"],
+            [
+                [_rep(d["representation"]), d["figure"].replace("lipschitz_", ""),
+                 model_label(d["system_a"]), model_label(d["system_b"]),
+                 _num(100.0 * float(d["difference"]), 3),
+                 _cell(f"[{100.0 * d['ci_low']:.2f}, {100.0 * d['ci_high']:.2f}]"),
+                 _pvalue(d["p_value"])]
+                for d in diffs.to_dict("records")
+            ],
+            caption="Paired bootstrap differences of the Lipschitz fractions between "
+            "two scorings of the same essays (same replicates for both)",
+        )  # fmt: skip
     if _present(tables, "score_distance"):
         table = tables["score_distance"]
         _check_table(
@@ -1071,6 +1112,7 @@ SECTION = Section(
         "score_distance": tuple(SCORE_DISTANCE_COLUMNS),
         "trend": tuple(TREND_COLUMNS),
         "distance_distribution": tuple(DISTRIBUTION_COLUMNS),
+        "system_differences": tuple(DIFFERENCE_COLUMNS),
     },
     pool=pool,
     figures=figures,

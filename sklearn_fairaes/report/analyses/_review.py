@@ -28,6 +28,16 @@ rater monitoring, near-identical essays the raters scored far apart),
 * ``"lipschitz_profile"``: the whole curve (fraction of pairs satisfied vs.
   ``L``) that the report draws.
 
+With the bootstrap on (``study.bootstrap_weights()``), the consistency and
+each empirical constant get percentile intervals (``*_ci_low``,
+``*_ci_high``; NaN when off). The consistency's replicates reweight the
+gaps of each essay to its neighbours found once on the full sample (a
+conditional approximation: re-searching neighbours in a resample would pair
+an essay's copies at distance 0); the constants' replicates are the exact
+weighted quantiles of the pairs' critical constants, each pair weighted
+``w_i * w_j``, from one pass gathering the upper tail (private
+``_pairs._bootstrap_quantiles``), with the full sample's normalisation.
+
 Every pair is within the study: essays on different prompts are never paired.
 """
 
@@ -42,9 +52,11 @@ from numpy.typing import NDArray
 
 from ...resources import require
 from .._cells import (
+    _cell,
     _missing,
     _mod,
     _num,
+    _num_ci,
     _ordered,
     _present,
     _rep,
@@ -97,10 +109,13 @@ VIOLATION_COLUMNS = [
     "human_score_b", "abs_diff", "normalized_diff", "violation", "text_a", "text_b",
 ]  # fmt: skip
 CONSISTENCY_COLUMNS = [
-    "representation", "system", "n", "n_neighbors", "consistency", "mean_abs_gap",
-    "n_listed", "n_pairs", "n_violations",
+    "representation", "system", "n", "n_neighbors", "consistency", "consistency_ci_low",
+    "consistency_ci_high", "mean_abs_gap", "n_listed", "n_pairs", "n_violations",
 ]  # fmt: skip
-CONSTANT_COLUMNS = ["representation", "system", "quantile", "lipschitz_constant"]
+CONSTANT_COLUMNS = [
+    "representation", "system", "quantile", "lipschitz_constant",
+    "lipschitz_constant_ci_low", "lipschitz_constant_ci_high",
+]  # fmt: skip
 PROFILE_COLUMNS = ["representation", "system", "lipschitz_constant", "fraction"]
 
 # A gap this small is rounding, not a score unlike the neighbours'.
@@ -236,6 +251,7 @@ class ReviewAnalysis(PairAnalysis):
                     metric=metric,
                     n_jobs=n_jobs,
                 )
+                cons_ci, const_ci = _bootstrap_review(study, rname, sname, s, ec, lp, out)
                 flagged = _flagged(ec, n_review)
                 for rank, i in enumerate(flagged, start=1):
                     neighbors = np.asarray(ec.neighbors[i])
@@ -310,6 +326,7 @@ class ReviewAnalysis(PairAnalysis):
                         study.n,
                         k,
                         float(ec.consistency),
+                        *cons_ci,
                         float(np.mean(np.abs(ec.gap))),
                         len(flagged),
                         int(lv.n_pairs),
@@ -317,8 +334,8 @@ class ReviewAnalysis(PairAnalysis):
                     )
                 )
                 rows_constants += [
-                    (rname, sname, float(q), float(c))
-                    for q, c in zip(lp.quantiles, lp.quantile_constants)
+                    (rname, sname, float(q), float(c), *ci)
+                    for q, c, ci in zip(lp.quantiles, lp.quantile_constants, const_ci)
                 ]
                 rows_profile += [
                     (rname, sname, float(c), float(f))
@@ -338,6 +355,77 @@ class ReviewAnalysis(PairAnalysis):
             "lipschitz_profile": pd.DataFrame(rows_profile, columns=PROFILE_COLUMNS),
         }
         return out
+
+
+def _constant_column(q: float) -> str:
+    """The replicates' column name of the constant at share ``q`` (one row per share)."""
+    return f"lipschitz_constant[q={q:g}]"
+
+
+def _bootstrap_review(
+    study: Study,
+    rname: str,
+    sname: str,
+    s: NDArray[np.float64],
+    ec: Any,
+    lp: Any,
+    out: AnalysisOutput,
+) -> tuple[tuple[float, float], list[tuple[float, float]]]:
+    """Intervals of the consistency and of each empirical constant (NaN when off).
+
+    The consistency's replicates weight the gaps found once on the full
+    sample (:func:`~sklearn_fairaes.metrics._review.consistency_replicates`:
+    the neighbours are not searched again in each replicate, where an
+    essay's copies would be each other's neighbours). The constants'
+    replicates are the weighted quantiles of the pairs' critical constants,
+    exact, from one gathering pass over the upper tail
+    (``_pairs._bootstrap_quantiles``), with the full sample's normalisation.
+    Replicates go to ``out.replicates`` under ``("essay_consistency", ...,
+    "consistency")`` and ``("lipschitz_constants", ...,
+    "lipschitz_constant[q=0.95]")`` (one per share).
+    """
+    import warnings
+
+    from ...metrics._bootstrap import bootstrap_interval
+    from ...metrics._pairs._bootstrap_quantiles import replicate_quantile_constants
+    from ...metrics._pairs._engine import as_engine
+    from ...metrics._pairs._scaling import _scaling
+    from ...metrics._review import consistency_replicates
+
+    nan = (math.nan, math.nan)
+    weights = study.bootstrap_weights()
+    quantiles = [float(q) for q in lp.quantiles]
+    if weights is None:
+        return nan, [nan] * len(quantiles)
+    level = float(getattr(study.settings, "confidence_level", 0.95))
+    cons = consistency_replicates(np.asarray(ec.gap, dtype=float), weights)
+    out.replicates[("essay_consistency", rname, sname, "consistency")] = cons
+    space = study.spaces[rname]
+    engine = as_engine(
+        space.pairs, metric=space.metric, block_size=None, n_jobs=study.settings.n_jobs
+    )
+    (d_lo, d_hi), (o_lo, o_hi) = lp.distance_range, lp.outcome_range
+    with warnings.catch_warnings():  # the profile already warned about them
+        warnings.simplefilter("ignore")
+        d_scaling = _scaling(float(d_lo), float(d_hi), "minmax", "distance")
+        o_scaling = _scaling(float(o_lo), float(o_hi), "minmax", "score difference")
+    full = np.asarray(lp.quantile_constants, dtype=float)
+    positive = full[(full > 0) & np.isfinite(full)]
+    # start below the full sample's smallest constant: most replicates' lie above
+    start = 0.75 * float(positive.min()) if positive.size else 0.0
+    reps = replicate_quantile_constants(
+        engine, np.asarray(s, dtype=float), weights, quantiles, d_scaling, o_scaling, start
+    )
+    if reps is None:
+        out.notes.append(
+            f"Essays to review, {where(rname, sname)}: the upper tail of the pairs' "
+            f"critical constants is too large to bootstrap the empirical Lipschitz "
+            f"constants; their intervals are left empty."
+        )
+        return bootstrap_interval(cons, level), [nan] * len(quantiles)
+    for q, r in zip(quantiles, reps):
+        out.replicates[("lipschitz_constants", rname, sname, _constant_column(q))] = r
+    return bootstrap_interval(cons, level), [bootstrap_interval(r, level) for r in reps]
 
 
 def _flagged(ec: Any, n_review: int) -> list[int]:
@@ -444,27 +532,53 @@ def view(
         )
         quantiles = sorted(set(float(q) for q in constants["quantile"]))
         cells = {
-            (str(c["representation"]), str(c["system"]), float(c["quantile"])): c[
-                "lipschitz_constant"
-            ]
+            (str(c["representation"]), str(c["system"]), float(c["quantile"])): _num_ci(
+                c["lipschitz_constant"],
+                c.get("lipschitz_constant_ci_low"),
+                c.get("lipschitz_constant_ci_high"),
+            )
             for c in constants.to_dict("records")
         }
+        consistency = _consistency_cells(tables.get("essay_consistency"))
         rows = []
         for r in _ordered(constants["representation"], reps_pref):
             sub = constants[constants["representation"].astype(str) == r]
             for m in _ordered(sub["system"], systems, last=("human",)):
-                rows.append(
-                    [_rep(r), _mod(m)] + [_num(cells.get((r, m, q))) for q in quantiles]
-                )
+                row = [_rep(r), _mod(m)] + [_cell(cells.get((r, m, q))) for q in quantiles]
+                if consistency:
+                    row.append(_cell(consistency.get((r, m))))
+                rows.append(row)
+        with_ci = "lipschitz_constant_ci_low" in constants and bool(
+            constants["lipschitz_constant_ci_low"].notna().any()
+        )
         out["constants"] = _table(
             ["Representation", "System"]
-            + [f"L at {100 * q:g}% of pairs" for q in quantiles],
+            + [f"L at {100 * q:g}% of pairs" for q in quantiles]
+            + (["Consistency (1 − mean |gap|)"] if consistency else []),
             rows,
             caption="Empirical Lipschitz constants: the smallest L at which the share "
             "of pairs satisfying the condition reaches 90, 95 and 99% (min–max "
-            "normalisation; ∞: near-identical essays with different scores)",
+            "normalisation; ∞: near-identical essays with different scores)"
+            + (
+                "; essay-level bootstrap intervals in brackets (the consistency's "
+                "with each essay's neighbours found once, on all essays)"
+                if with_ci
+                else ""
+            ),
         )
     return out
+
+
+def _consistency_cells(table: pd.DataFrame | None) -> dict[tuple[str, str], Any]:
+    """``(representation, system)`` -> the consistency with its interval, if any."""
+    if table is None or not len(table) or "consistency" not in table:
+        return {}
+    return {
+        (str(c["representation"]), str(c["system"])): _num_ci(
+            c["consistency"], c.get("consistency_ci_low"), c.get("consistency_ci_high")
+        )
+        for c in table.to_dict("records")
+    }
 
 
 def _rows_of(table: pd.DataFrame | None, rep: str, system: str) -> pd.DataFrame | None:
