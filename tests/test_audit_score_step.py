@@ -14,6 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 
 import sklearn_fairaes as sf
 from sklearn_fairaes.cli import main
+from sklearn_fairaes.metrics._bootstrap import replicate_weights
 from sklearn_fairaes.report import AuditInputError
 
 ELLIPSE = DATA_DIR / "ellipse" / "ELLIPSE_Final_github_test.csv.gz"
@@ -37,7 +38,7 @@ def demo():
 
 def _audit(df, **kwargs):
     return sf.audit(df, text_col="full_text", score_col="Overall", systems=["engine"],
-                    score_range=(1, 5), n_bootstrap=0, **{**RUN, **kwargs})  # fmt: skip
+                    score_range=(1, 5), **{"n_bootstrap": 0, **RUN, **kwargs})  # fmt: skip
 
 
 def test_half_points_are_score_points_on_real_ellipse_scores(ellipse):
@@ -210,3 +211,24 @@ def test_half_points_reach_the_group_view(ellipse):
         # the audit's SMD (the human SD) on the half-point grid
         smd = (e2[mask].mean() / 2 - human[mask].mean()) / human[mask].std(ddof=1)
         assert row["smd"] == pytest.approx(smd, abs=1e-12)
+
+
+def test_half_point_intervals_resample_the_essays(ellipse):
+    """A QWK replicate is the kappa of the doubled scores of the resampled essays."""
+    result = _audit(ellipse, score_step=0.5, n_bootstrap=20)
+    row = result.tables["agreement"].iloc[0]
+    reps = result.replicates[("all", "agreement", "", "engine", "qwk")]
+    assert reps.shape == (20,)
+    h2 = np.rint(ellipse["Overall"].to_numpy() * 2).astype(int)
+    e2 = np.rint(np.clip(ellipse["engine"].to_numpy() * 2, 2 - 0.4998, 10 + 0.4998))
+    w = replicate_weights(
+        result.tables["predictions"]["id"].to_numpy(), 20, 0, stream="all"
+    )
+    for b in (0, 7):
+        take = np.repeat(np.arange(len(h2)), w[b].astype(int))
+        expected = cohen_kappa_score(
+            h2[take], e2[take].astype(int), labels=np.arange(2, 11), weights="quadratic"
+        )
+        assert reps[b] == pytest.approx(expected, abs=1e-12)
+    low, high = np.quantile(reps, [0.025, 0.975])
+    assert (row["qwk_ci_low"], row["qwk_ci_high"]) == pytest.approx((low, high))
