@@ -84,8 +84,9 @@ def group_agreement_replicates(
     >>> pred = np.array([1.5, 2.0, 3.5, 4.0, 2.5, 2.5])
     >>> codes = np.array([0, 0, 0, 1, 1, 1])
     >>> out = group_agreement_replicates(y, pred, codes, 2, np.ones((1, 6)))
-    >>> [round(v, 4) for v in out["smd"][0]]
-    [0.3333, 0.0]
+    >>> # group 0: means 2 and 2.333, SDs 1 and 1.041: 0.333 / sqrt((1 + 1.083) / 2)
+    >>> [round(float(v), 4) for v in out["smd"][0]]
+    [0.3266, 0.0]
     """
     h = np.asarray(y_true, dtype=np.float64)
     m = np.asarray(y_pred, dtype=np.float64)
