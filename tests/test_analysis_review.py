@@ -77,6 +77,12 @@ def _check_against_metrics(result, demo, rname, system, scores):
     np.testing.assert_array_equal(review["score"], scores[expected])
     np.testing.assert_array_equal(review["human_score"], human[expected])
     assert review["text"].tolist() == demo["essay"].iloc[expected].tolist()
+    # the spread beside the figures in score units (issue 33): sample SDs
+    table = result.tables["essay_consistency"]
+    consistency = table[(table["representation"] == rname) & (table["system"] == system)]
+    consistency = consistency.iloc[0]
+    assert consistency["score_sd"] == pytest.approx(np.std(scores, ddof=1))
+    assert consistency["human_sd"] == pytest.approx(np.std(human, ddof=1))
     neighbors = result.tables["review_neighbors"]
     neighbors = neighbors[
         (neighbors["representation"] == rname) & (neighbors["system"] == system)

@@ -52,6 +52,7 @@ from numpy.typing import NDArray
 
 from ...resources import require
 from .._cells import (
+    Cell,
     _cell,
     _missing,
     _mod,
@@ -110,7 +111,8 @@ VIOLATION_COLUMNS = [
 ]  # fmt: skip
 CONSISTENCY_COLUMNS = [
     "representation", "system", "n", "n_neighbors", "consistency", "consistency_ci_low",
-    "consistency_ci_high", "mean_abs_gap", "n_listed", "n_pairs", "n_violations",
+    "consistency_ci_high", "mean_abs_gap", "score_sd", "human_sd", "n_listed", "n_pairs",
+    "n_violations",
 ]  # fmt: skip
 CONSTANT_COLUMNS = [
     "representation", "system", "quantile", "lipschitz_constant",
@@ -328,6 +330,10 @@ class ReviewAnalysis(PairAnalysis):
                         float(ec.consistency),
                         *cons_ci,
                         float(np.mean(np.abs(ec.gap))),
+                        # the constants and the gaps are in score units: a
+                        # compressed scale shrinks them without any fairer score
+                        float(np.std(s, ddof=1)),
+                        float(np.std(human, ddof=1)),
                         len(flagged),
                         int(lv.n_pairs),
                         int(lv.n_violations),
@@ -540,6 +546,7 @@ def view(
             for c in constants.to_dict("records")
         }
         consistency = _consistency_cells(tables.get("essay_consistency"))
+        spread = _spread_cells(tables.get("essay_consistency"))
         rows = []
         for r in _ordered(constants["representation"], reps_pref):
             sub = constants[constants["representation"].astype(str) == r]
@@ -547,6 +554,8 @@ def view(
                 row = [_rep(r), _mod(m)] + [_cell(cells.get((r, m, q))) for q in quantiles]
                 if consistency:
                     row.append(_cell(consistency.get((r, m))))
+                if spread:
+                    row.append(_cell(spread.get((r, m))))
                 rows.append(row)
         with_ci = "lipschitz_constant_ci_low" in constants and bool(
             constants["lipschitz_constant_ci_low"].notna().any()
@@ -554,11 +563,15 @@ def view(
         out["constants"] = _table(
             ["Representation", "System"]
             + [f"L at {100 * q:g}% of pairs" for q in quantiles]
-            + (["Consistency (1 − mean |gap|)"] if consistency else []),
+            + (["Consistency (1 − mean |gap|)"] if consistency else [])
+            + (["Score SD (human SD)"] if spread else []),
             rows,
             caption="Empirical Lipschitz constants: the smallest L at which the share "
             "of pairs satisfying the condition reaches 90, 95 and 99% (min–max "
-            "normalisation; ∞: near-identical essays with different scores)"
+            "normalisation; ∞: near-identical essays with different scores); the "
+            "score SD beside them, since a system that compresses its scores gets "
+            "smaller constants and gaps without scoring similar essays more alike (the "
+            "Lipschitz section's spread-matched figures compare systems)"
             + (
                 "; essay-level bootstrap intervals in brackets (the consistency's "
                 "with each essay's neighbours found once, on all essays)"
@@ -578,6 +591,19 @@ def _consistency_cells(table: pd.DataFrame | None) -> dict[tuple[str, str], Any]
             c["consistency"], c.get("consistency_ci_low"), c.get("consistency_ci_high")
         )
         for c in table.to_dict("records")
+    }
+
+
+def _spread_cells(table: pd.DataFrame | None) -> dict[tuple[str, str], Any]:
+    """``(representation, system)`` -> "score SD (human SD)", if the table has them."""
+    if table is None or not len(table) or "score_sd" not in table:
+        return {}
+    return {
+        (str(c["representation"]), str(c["system"])): Cell(
+            f"{float(c['score_sd']):.3f} ({float(c['human_sd']):.3f})", numeric=True
+        )
+        for c in table.to_dict("records")
+        if not (_missing(c["score_sd"]) or _missing(c["human_sd"]))
     }
 
 
