@@ -451,7 +451,7 @@ def audit(
     error points per SD of the variable), ``"error_regression"`` regresses it
     on all of them jointly (standardised; HC3 robust errors) and
     ``"error_bins"`` gives its mean in quantile bins of each variable; see
-    :mod:`sklearn_fairaes.report.analyses._errors`.
+    the module ``sklearn_fairaes.report.analyses._errors``.
 
     **Essays to review.** Per representation and system, and for the human
     scores (system ``"human"``: near-identical essays the raters scored far

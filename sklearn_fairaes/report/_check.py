@@ -567,7 +567,7 @@ def load_policy(policy: str | os.PathLike[str]) -> dict[str, Any]:
     Parameters
     ----------
     policy : str or path-like
-        A shipped policy's name (:data:`POLICY_NAMES`) or a ``.toml`` file.
+        A shipped policy's name (``POLICY_NAMES``) or a ``.toml`` file.
 
     Returns
     -------

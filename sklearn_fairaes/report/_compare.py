@@ -344,7 +344,7 @@ def compare(
 ) -> ComparisonResult:
     """Set two or more audits side by side, with paired intervals where the essays match.
 
-    Every figure of the tables :data:`COMPARED_TABLES` (agreement: ``qwk``,
+    Every figure of the tables ``COMPARED_TABLES`` (agreement: ``qwk``,
     ``smd``, ``degradation``, ``acceptable``, ...; lipschitz: ``lipschitz_minmax``,
     ``lipschitz_max`` and any other numeric column both audits have; essay
     consistency) that the audits share for a (prompt, representation, system)
