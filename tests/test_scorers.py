@@ -293,8 +293,8 @@ def test_audit_with_a_scorer_equals_the_same_model_given_as_fitted(
     assert len(got) == 1 and got["n_essays"].iloc[0] == 20
     assert got.equals(want)
     assert by_call.tables["predictions"].equals(by_model.tables["predictions"])
-    kinds = by_call.tables["agreement"].set_index("system")["kind"]
-    assert kinds["engine"] == "fitted"
+    agreement = by_call.tables["agreement"]
+    assert set(agreement.loc[agreement["system"] == "engine", "kind"]) == {"fitted"}
     sent = server.n_requests
     assert sent > 0
     # a second audit: every answer is in the cache
@@ -379,3 +379,25 @@ def test_cli_scorer_equals_model_file(server, engine, essays, tmp_path):
         runs[how] = json.loads((folder / "out" / "results.json").read_text())
     got = runs["scorer"]["tables"]["perturbation"]
     assert got == runs["model"]["tables"]["perturbation"] and got
+
+
+def test_bad_scorers_are_refused_before_any_work(server, essays, tmp_path, capsys):
+    from sklearn_fairaes.report import AuditInputError
+
+    with pytest.raises(AuditInputError, match=r"scorers must be a non-empty dict"):
+        sf.audit(essays, scorers={}, **AUDIT)
+    with pytest.raises(
+        AuditInputError, match=r"scorers\['engine'\]: scorer spec 'ftp://x'"
+    ):
+        sf.audit(essays, scorers={"engine": "ftp://x"}, **AUDIT)
+    with pytest.raises(AuditInputError, match=r"scorers and models both name \['engine'\]"):
+        sf.audit(essays, scorers={"engine": server.url}, models={"engine": object()},
+                 refit=False, **AUDIT)  # fmt: skip
+    data = _write(essays, tmp_path)
+    assert main(_cli(data, tmp_path, "--scorer", "engine")) == 2
+    assert "--scorer takes NAME=SPEC" in capsys.readouterr().err
+    assert main(_cli(data, tmp_path, "--scorer", "e=http://u:p@127.0.0.1:1/s")) == 2
+    assert "holds credentials" in capsys.readouterr().err
+    assert main(_cli(data, tmp_path, "--dry-run")) == 2
+    assert "--dry-run counts the calls of --scorer" in capsys.readouterr().err
+    assert server.n_requests == 0 and not (tmp_path / "out").exists()
