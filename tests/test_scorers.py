@@ -235,6 +235,13 @@ def test_scorers_are_clonable_picklable_and_work_in_sklearn(
     expected = [-np.mean(np.abs(pred[k * 10 : k * 10 + 10] - y[k * 10 : k * 10 + 10]))
                 for k in range(3)]  # fmt: skip
     np.testing.assert_allclose(cv["test_score"], expected, atol=1e-9)
+    # the last step of a Pipeline: fit passes through, predict calls the service
+    from sklearn.preprocessing import FunctionTransformer
+
+    lower = FunctionTransformer(lambda X: [t.lower() for t in X])
+    pipe = make_pipeline(lower, clone(scorer)).fit(texts, y)
+    lowered = [t.lower() for t in texts]
+    np.testing.assert_allclose(pipe.predict(texts), engine.predict(lowered), atol=1e-12)
     # the counterfactual audit of one estimator
     table = sf.perturbation_audit(scorer, texts[:10], perturbations="typos")
     direct = sf.perturbation_audit(engine, texts[:10], perturbations="typos")

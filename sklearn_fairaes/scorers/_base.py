@@ -220,7 +220,6 @@ class CallScorer(RegressorMixin, BaseEstimator):
                     spec,
                 )
             self._before_calls()
-            self._n_calls_sent = sent + len(batches)
             known.update(self._run(batches, texts, store, spec))
         finally:
             if store is not None:
@@ -256,6 +255,9 @@ class CallScorer(RegressorMixin, BaseEstimator):
                 texts_of = [texts[i] for _, i in batch]
                 future = pool.submit(self._one_batch, texts_of, [i for _, i in batch], spec)
                 pending[future] = batch
+                # the budget counts what was sent (main thread only): a run
+                # stopped early leaves the rest of the budget to the re-run
+                self._n_calls_sent = getattr(self, "_n_calls_sent", 0) + 1
 
         try:
             for _ in range(self.concurrency):
