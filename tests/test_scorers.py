@@ -70,6 +70,7 @@ def _scorer(server, tmp_path, **kw):
 # -- the client: answers, cache, resume, budget ---------------------------------------
 
 
+@pytest.mark.network
 def test_http_scores_equal_the_model_and_a_rerun_sends_nothing(
     server, engine, essays, tmp_path
 ):
@@ -89,6 +90,7 @@ def test_http_scores_equal_the_model_and_a_rerun_sends_nothing(
     assert _scorer(server, tmp_path).n_calls_needed(texts) == 0
 
 
+@pytest.mark.network
 def test_duplicate_texts_are_sent_once(server, essays, tmp_path):
     texts = list(essays["essay"][:3])
     got = _scorer(server, tmp_path, batch_size=10).predict(texts + texts[::-1])
@@ -96,6 +98,7 @@ def test_duplicate_texts_are_sent_once(server, essays, tmp_path):
     np.testing.assert_array_equal(got[:3], got[3:][::-1])
 
 
+@pytest.mark.network
 def test_an_interrupted_run_resumes_sending_only_the_missing(
     server, engine, essays, tmp_path
 ):
@@ -115,6 +118,7 @@ def test_an_interrupted_run_resumes_sending_only_the_missing(
     np.testing.assert_allclose(got, engine.predict(texts), atol=1e-12)
 
 
+@pytest.mark.network
 def test_max_calls_refused_before_any_call(server, essays, tmp_path):
     texts = list(essays["essay"][:20])
     scorer = _scorer(server, tmp_path, batch_size=4, max_calls=4)
@@ -129,6 +133,7 @@ def test_max_calls_refused_before_any_call(server, essays, tmp_path):
     assert server.n_requests == 2
 
 
+@pytest.mark.network
 def test_retries_recover_from_429_and_500_and_honour_retry_after(
     server, engine, essays, tmp_path
 ):
@@ -155,6 +160,7 @@ def test_retries_recover_from_429_and_500_and_honour_retry_after(
         ("nan", r"the text at position 2 .*score nan is not finite"),
     ],
 )
+@pytest.mark.network
 def test_a_bad_answer_is_retried_then_refused_naming_scorer_and_position(
     server, essays, tmp_path, failure, message
 ):
@@ -169,6 +175,7 @@ def test_a_bad_answer_is_retried_then_refused_naming_scorer_and_position(
     assert _scorer(server, tmp_path).n_calls_needed(texts) == 1
 
 
+@pytest.mark.network
 def test_a_late_answer_times_out_and_is_retried(server, engine, essays, tmp_path):
     texts = list(essays["essay"][:2])
     server.plan, server.late_s = ["late"], 1.5
@@ -182,6 +189,7 @@ def test_a_late_answer_times_out_and_is_retried(server, engine, essays, tmp_path
         _scorer(server, tmp_path, timeout=0.3, max_retries=1).predict(texts[::-1] + ["x"])
 
 
+@pytest.mark.network
 def test_an_unreachable_service_is_named(tmp_path):
     with ScoringServer(None) as srv:
         url = srv.url
@@ -192,6 +200,7 @@ def test_an_unreachable_service_is_named(tmp_path):
         scorer.predict(["an essay"])
 
 
+@pytest.mark.network
 def test_the_token_comes_from_the_environment_and_is_never_kept(
     engine, essays, tmp_path, monkeypatch
 ):
@@ -220,6 +229,7 @@ def test_the_token_comes_from_the_environment_and_is_never_kept(
 # -- scikit-learn ----------------------------------------------------------------------
 
 
+@pytest.mark.network
 def test_scorers_are_clonable_picklable_and_work_in_sklearn(
     server, engine, essays, tmp_path
 ):
@@ -285,6 +295,7 @@ AUDIT = dict(
 )
 
 
+@pytest.mark.network
 def test_audit_with_a_scorer_equals_the_same_model_given_as_fitted(
     server, engine, essays, tmp_path, monkeypatch
 ):
@@ -317,6 +328,7 @@ def test_audit_with_a_scorer_equals_the_same_model_given_as_fitted(
     assert "ENGINE_TOKEN" in json.dumps(by_call.meta, default=str)  # its name is shown
 
 
+@pytest.mark.network
 def test_audit_spec_scorers_keep_answers_in_the_cache_folder(server, essays, tmp_path):
     cache = tmp_path / "cache"
     sf.audit(essays, scorers={"engine": server.url}, cache=cache, **AUDIT)
@@ -342,6 +354,7 @@ def _cli(data, tmp_path, *extra):
     ]  # fmt: skip
 
 
+@pytest.mark.network
 def test_cli_garbage_is_exit_2_naming_the_scorer_before_the_long_work(
     server, essays, tmp_path, capsys
 ):
@@ -358,6 +371,7 @@ def test_cli_garbage_is_exit_2_naming_the_scorer_before_the_long_work(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.network
 def test_cli_dry_run_counts_and_sends_nothing(server, essays, tmp_path, capsys):
     data = _write(essays, tmp_path)
     args = _cli(data, tmp_path, "--scorer", f"engine={server.url}", "--dry-run")
@@ -371,6 +385,7 @@ def test_cli_dry_run_counts_and_sends_nothing(server, essays, tmp_path, capsys):
     assert "0 call(s) for the 60 essays" in capsys.readouterr().out
 
 
+@pytest.mark.network
 def test_cli_scorer_equals_model_file(server, engine, essays, tmp_path):
     import joblib
 
@@ -388,6 +403,7 @@ def test_cli_scorer_equals_model_file(server, engine, essays, tmp_path):
     assert got == runs["model"]["tables"]["perturbation"] and got
 
 
+@pytest.mark.network
 def test_bad_scorers_are_refused_before_any_work(server, essays, tmp_path, capsys):
     from sklearn_fairaes.report import AuditInputError
 
