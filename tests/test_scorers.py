@@ -349,7 +349,7 @@ def _cli(data, tmp_path, *extra):
         "audit", str(data), "--text-col", "essay", "--score-col", "score",
         "--score-range", "0,24", "--paraphrase-col", "paraphrase",
         "--representations", "tfidf", "--perturbations", "typos",
-        "--n-perturbation-essays", "20", "--n-bootstrap", "50", "--quiet",
+        "--n-perturbation-essays", "20", "--bootstrap", "50", "--quiet",
         "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), *extra,
     ]  # fmt: skip
 
