@@ -260,6 +260,39 @@ def test_scorers_are_clonable_picklable_and_work_in_sklearn(
     )
 
 
+@pytest.mark.network
+@pytest.mark.parametrize("kind", ["function", "http"])
+def test_scorer_contract(kind, server, essays, tmp_path):
+    """The text-estimator contract (tests/test_contract.py) for a regressor."""
+    import pandas as pd
+    from sklearn.utils import get_tags
+
+    if kind == "function":
+        est = FunctionScorer("sklearn_fairaes.scorers._examples:n_words", batch_size=2)
+    else:
+        est = _scorer(server, tmp_path, batch_size=2)
+    tags = get_tags(est)
+    assert tags.input_tags.string and not tags.input_tags.two_d_array
+    assert not tags.requires_fit  # used as it is: predict needs no fit
+    before = est.get_params(deep=False)
+    texts = list(essays["essay"][:5])
+    kept = list(texts)
+    out = est.predict(texts)  # before any fit
+    assert est.fit(texts, np.arange(5.0)) is est and texts == kept
+    assert est.get_params(deep=False) == before == clone(est).get_params(deep=False)
+    np.testing.assert_array_equal(est.predict(texts), out)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict(texts), out)
+    containers = (tuple(texts), np.array(texts, dtype=object), np.array(texts),
+                  pd.Series(texts, index=range(7, 12)))  # fmt: skip
+    for container in containers:
+        np.testing.assert_array_equal(est.predict(container), out)
+    assert est.predict([]).shape == (0,)
+    with pytest.raises(ValueError, match=r"the text at position 2 is NoneType"):
+        est.predict(["a", "b", None])
+    with pytest.raises(ValueError, match=r"scores a list of texts, got str"):
+        est.predict("one essay")
+
+
 def test_function_scorer_and_specs():
     fn = "sklearn_fairaes.scorers._examples:n_words"
     scorer = make_scorer_from_spec(f"python:{fn}", batch_size=2, concurrency=3)
