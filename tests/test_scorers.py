@@ -119,6 +119,46 @@ def test_an_interrupted_run_resumes_sending_only_the_missing(
 
 
 @pytest.mark.network
+def test_a_killed_run_resumes_sending_only_the_missing(server, engine, essays, tmp_path):
+    """A process killed (SIGKILL) mid-run: the re-run sends only what it lacks."""
+    import os
+    import subprocess
+    import sys
+
+    from sklearn_fairaes.scorers._cache import ResponseCache
+
+    texts = list(essays["essay"][:20])  # 10 batches of 2
+    (tmp_path / "texts.json").write_text(json.dumps(texts))
+    cache = tmp_path / "answers.sqlite"
+    code = (
+        "import json, sys; from sklearn_fairaes.scorers import HTTPScorer; "
+        "HTTPScorer(sys.argv[1], batch_size=2, concurrency=1, cache=sys.argv[2])"
+        ".predict(json.load(open(sys.argv[3])))"
+    )
+    server.latency = 0.1
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, server.url, str(cache), str(tmp_path / "texts.json")],
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while server.n_requests < 4 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    child.kill()
+    child.wait()
+    store = ResponseCache(cache)
+    kept = len(store)
+    store.close()
+    assert 6 <= kept < 20  # 3 batches answered at least, not all
+    before = server.n_requests
+    got = _scorer(server, tmp_path, batch_size=2).predict(texts)
+    resent = [t for r in server.requests[before:] for t in r]
+    assert len(resent) == 20 - kept and set(resent) <= set(texts)
+    assert len(server.requests) - before == (20 - kept) // 2
+    np.testing.assert_allclose(got, engine.predict(texts), atol=1e-12)
+
+
+@pytest.mark.network
 def test_max_calls_refused_before_any_call(server, essays, tmp_path):
     texts = list(essays["essay"][:20])
     scorer = _scorer(server, tmp_path, batch_size=4, max_calls=4)
