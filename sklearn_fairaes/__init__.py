@@ -47,6 +47,7 @@ from .model_selection import FairGridSearchCV, FairRandomizedSearchCV, fair_refi
 from .paraphrase import WordNetParaphraser
 from .perturb import PERTURBATION_NAMES, perturbation_audit
 from .report import AuditResult, ComparisonResult, Verdict, audit, check, compare
+from .scorers import FunctionScorer, HTTPScorer, ScorerError, make_scorer_from_spec
 from .short_answers import ReferenceSimilarityGrader, reference_coverage_curve
 from .text import (
     BowVectorizer,
@@ -117,6 +118,11 @@ __all__ = [
     "Verdict",
     "check",
     "compare",
+    # scorers you call
+    "FunctionScorer",
+    "HTTPScorer",
+    "ScorerError",
+    "make_scorer_from_spec",
     # model selection
     "FairGridSearchCV",
     "FairRandomizedSearchCV",

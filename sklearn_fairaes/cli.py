@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._cli_scorers import add_scorer_arguments, build_scorers, dry_run
 from ._interrupts import interrupts_kept
 from ._table_input import BadInput, read_table
 from ._version import __version__
@@ -627,6 +628,9 @@ def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, A
         _check_prompt_ids(frame, args.prompt_col, prompts, "--prompts", args.prompts)
     # last: loading a model file runs its code, so every cheaper check comes first
     models = _model_options(args, systems)
+    scorers = build_scorers(args)
+    if scorers:
+        models["scorers"] = scorers
     return {
         "systems": systems,
         "score_range": score_range,
@@ -694,6 +698,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
     _check_options(args)
+    if args.dry_run:
+        return dry_run(args)  # before --out is claimed: a dry run writes nothing
     claim = _claim_output(args, _inputs(args))
     try:
         frame = read_table(args.data, encoding=args.encoding)
@@ -730,6 +736,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 def _refusal(args: argparse.Namespace, exc: Exception) -> str:
     """audit()'s refusal as the command says it: a model's failure names its file."""
     model = getattr(exc, "model", None)  # ModelScoringError: the model's name
+    for entry in getattr(args, "scorer", None) or []:
+        name, _, spec = (part.strip() for part in entry.partition("="))
+        if model is not None and name == model:
+            return f"--scorer {name}={spec}: {exc}"
     for entry in args.model_file or []:
         name, _, path = (part.strip() for part in entry.partition("="))
         if model is not None and name == model:
@@ -950,6 +960,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the essays and re-scored in the counterfactual audit. Repeatable. Loading a "
         "pickle runs code from the file: give only files you trust",
     )
+    add_scorer_arguments(p_audit)
     p_audit.add_argument(
         "--score-range",
         default=None,

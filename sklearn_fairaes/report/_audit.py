@@ -52,6 +52,7 @@ from ._config import AuditConfig
 from ._load import REPORT_FORMAT
 from ._output import pause
 from ._result import AuditResult
+from ._scorers import merge_scorers, scorer_cache_path
 from ._study import Study
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ def audit(
     letters: str = "ascii",
     models: Sequence[str] | Mapping[str, Any] | None = None,
     refit: bool | Collection[str] = True,
+    scorers: Mapping[str, Any] | None = None,
     cv: int = 5,
     paraphrases: str | Sequence[str] | None = None,
     reference_col: str | None = None,
@@ -244,6 +246,19 @@ def audit(
         True: every model is a baseline to train. False: every model is a
         fitted estimator. A collection of model names: those are trained,
         the others are fitted estimators.
+    scorers : dict of str to str or estimator, default=None
+        Scorers you call, each audited as a system of kind "fitted" (like a
+        model with ``refit=False``: it scores the essays and re-scores the
+        edited essays of the counterfactual section). A value is a spec --
+        ``"python:package.module:function"`` or an ``http://`` / ``https://``
+        URL speaking the protocol of
+        :class:`~sklearn_fairaes.scorers.HTTPScorer` -- or a scorer object
+        (:class:`~sklearn_fairaes.scorers.HTTPScorer`, any estimator with
+        ``predict``). A spec's answers are kept in
+        ``scorer_responses.sqlite`` of the ``cache`` folder, so a re-run
+        sends no call. Each scorer first scores the first 3 essays: one
+        that cannot be reached or answers unusably is refused then, naming
+        it. Without ``models``, no baseline is trained.
     cv : int, default=5
         Number of folds of the shuffled ``KFold`` that gives the trained
         baselines' out-of-fold predictions, between 2 and the number of
@@ -520,6 +535,11 @@ def audit(
         settings.sections = (ids,) if isinstance(ids, str) else tuple(ids)
     embedding_cache = open_cache(cache)
     settings.cache = embedding_cache
+    # scorers you call are fitted models; those given as specs keep their
+    # answers beside the embeddings, so that a re-run sends nothing
+    settings.models, refit = merge_scorers(
+        settings.models, refit, scorers, scorer_cache_path(embedding_cache.path)
+    )
     hits, misses = embedding_cache.hits, embedding_cache.misses
     _check_sections(settings.sections)
     plan = plan_audit(

@@ -61,6 +61,7 @@ from ._inputs import (
     column,
     short,
 )
+from ._scorers import probe_scorers
 from ._scoring import predict_scores
 from ._study import PairSpace, Settings, Study, System
 
@@ -790,6 +791,8 @@ def build_studies(
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    # a scorer you call answers a few essays first: unreachable, it stops here
+    probe_scorers(plan)
     fitted_scores = score_fitted(plan)
     # the counterfactual audit's edits too, before the long work
     probe_edited_essays(plan)

@@ -50,6 +50,8 @@ def predict_scores(
     """
     from sklearn.exceptions import NotFittedError
 
+    from ..scorers._base import ScorerError
+
     kind = type(est).__name__
     n = len(texts)
     where = where or (lambda i: f"{what[:-1]} {i + 1} of {n}")
@@ -57,6 +59,13 @@ def predict_scores(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
             raw = est.predict(list(texts))
+    except ScorerError as exc:
+        # a scorer you call (sklearn_fairaes.scorers): its message names the
+        # scorer and the cause in full, the audit adds the essay
+        at = "" if exc.position is None else f" (at {where(exc.position)})"
+        raise ModelScoringError(
+            f"scorer {name!r} could not score the {what}{at}: {exc}", name
+        ) from None
     except NotFittedError:
         raise ModelScoringError(
             f"model {name!r} ({kind}) is not fitted; fit it on essay texts first, or "

@@ -1,0 +1,158 @@
+"""The ``--scorer`` flags of ``fairaes audit``: scorers you call, and the dry run.
+
+Apart from ``cli`` to keep that module within the size rule; ``cli``
+re-exports :func:`build_scorers`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._table_input import BadInput, read_table
+
+__all__ = ["add_scorer_arguments", "build_scorers", "dry_run", "positive_int"]
+
+#: The command's exit status of a dry run (as ``cli.EXIT_OK``).
+EXIT_OK = 0
+
+
+def positive_int(value: str) -> int:
+    """An argparse type: an int >= 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return n
+
+
+def build_scorers(args: argparse.Namespace) -> dict[str, Any]:
+    """The scorers of ``--scorer NAME=SPEC`` entries, with the command's call options.
+
+    Their answers are kept in ``scorer_responses.sqlite`` of the cache folder
+    (``--cache``, else the per-user one; none with ``--no-cache``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``fairaes audit`` flags.
+
+    Returns
+    -------
+    scorers : dict of str to scorer
+        ``audit()``'s ``scorers``, in the order given; empty without ``--scorer``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from sklearn_fairaes.cli import build_scorers
+    >>> args = argparse.Namespace(
+    ...     scorer=["engine=https://scoring.example.org/score"], scorer_concurrency=8,
+    ...     scorer_token_env="ENGINE_TOKEN", max_calls=None, no_cache=True, cache=None)
+    >>> build_scorers(args)["engine"]
+    HTTPScorer(concurrency=8, token_env='ENGINE_TOKEN',
+               url='https://scoring.example.org/score')
+    """
+    from .report._config import _cache_from_cli
+    from .report._scorers import scorer_cache_path
+    from .scorers import make_scorer_from_spec
+    from .text._cache import open_cache
+
+    entries = getattr(args, "scorer", None) or []
+    if not entries:
+        return {}
+    folder = open_cache(_cache_from_cli(args)).path
+    params: dict[str, Any] = {"cache": scorer_cache_path(folder)}
+    if args.scorer_concurrency is not None:
+        params["concurrency"] = args.scorer_concurrency
+    if args.max_calls is not None:
+        params["max_calls"] = args.max_calls
+    out: dict[str, Any] = {}
+    for entry in entries:
+        name, sep, spec = (part.strip() for part in entry.partition("="))
+        if not sep or not name or not spec:
+            raise BadInput(
+                f"--scorer takes NAME=SPEC (the system's name, then "
+                f"python:pkg.mod:fn or a URL), got {entry!r}"
+            )
+        if name in out:
+            raise BadInput(
+                f"--scorer names the system {name!r} twice; give each its own name"
+            )
+        extra = {}
+        if args.scorer_token_env is not None and spec.startswith(("http://", "https://")):
+            extra["token_env"] = args.scorer_token_env
+        try:
+            scorer = make_scorer_from_spec(spec, **params, **extra)
+            scorer._validate()
+        except ValueError as exc:
+            raise BadInput(f"--scorer {name}={spec}: {exc}") from None
+        out[name] = scorer
+    return out
+
+
+def dry_run(args: argparse.Namespace) -> int:
+    """``--dry-run``: the calls each scorer needs for the essays; none is sent."""
+    scorers = build_scorers(args)
+    if not scorers:
+        raise BadInput("--dry-run counts the calls of --scorer; give a --scorer NAME=SPEC")
+    frame = read_table(args.data, encoding=args.encoding)
+    if args.text_col not in frame.columns:
+        raise BadInput(
+            f"{args.data}: no column {args.text_col!r} (--text-col); its columns: "
+            f"{', '.join(map(str, frame.columns[:20]))}"
+        )
+    essays = [t for t in frame[args.text_col].tolist() if isinstance(t, str)]
+    for name, scorer in scorers.items():
+        n = scorer.n_calls_needed(essays)
+        print(
+            f"scorer {name} ({scorer._spec()}): {n} call(s) for the {len(essays)} essays "
+            f"(batches of {scorer.batch_size}, cached answers not counted); the edited "
+            f"essays of --perturbations add calls"
+        )
+    return EXIT_OK
+
+
+def add_scorer_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--scorer``, ``--scorer-concurrency``, ``--scorer-token-env``, ``--max-calls``, ``--dry-run``."""
+    parser.add_argument(
+        "--scorer",
+        action="append",
+        default=None,
+        metavar="NAME=SPEC",
+        help="a scorer you call, audited like --model-file: SPEC is "
+        "python:package.module:function (texts -> scores) or an http:// or https:// "
+        'URL answering POST {"texts": [...]} with {"scores": [...]}. Answers are '
+        "cached in the --cache folder, so a re-run sends nothing. Repeatable",
+    )
+    parser.add_argument(
+        "--scorer-concurrency",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="calls in flight at once per --scorer (default: 4 for a URL, 1 for a "
+        "Python function)",
+    )
+    parser.add_argument(
+        "--scorer-token-env",
+        default=None,
+        metavar="VAR",
+        help="the environment variable holding the bearer token of the URL scorers "
+        "(the token is never written anywhere)",
+    )
+    parser.add_argument(
+        "--max-calls",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="most calls each --scorer may send; a run that needs more is refused "
+        "before any call",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the number of calls each --scorer needs for the essays (those "
+        "without a cached answer) and exit before any call",
+    )

@@ -1,0 +1,353 @@
+"""What every scorer you call shares: the cache, batches, threads, retries, budget.
+
+A subclass says how to send one batch of texts (``_call``) and how it is
+named in the cache and in messages (``_spec``, never holding credentials);
+everything else is here, so that another client (an OpenAI-compatible
+grader, say) is one method more. The repeat index of the cache key is there
+for scoring each essay several times (test-retest consistency): ``predict``
+is repeat 0.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval
+
+from ._cache import ResponseCache, entry_key
+
+__all__ = ["ScorerError", "CallScorer", "RetryableError", "BadAnswerError"]
+
+
+class ScorerError(ValueError):
+    """A scorer you call could not score some texts, or answered unusably.
+
+    Raised after the retries, naming the scorer (its spec, without
+    credentials) and, where one essay is at fault, its position.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong and how to fix it.
+    scorer : str
+        The scorer's spec (``"python:pkg.mod:fn"`` or its URL).
+    position : int or None, default=None
+        The 0-based position, in the texts given to ``predict``, of the first
+        text at fault; None when no one text is (an unreachable server).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.scorers import ScorerError
+    >>> err = ScorerError("answered 'n/a'", "http://127.0.0.1:8000/score", position=2)
+    >>> err.scorer, err.position
+    ('http://127.0.0.1:8000/score', 2)
+    """
+
+    def __init__(self, message: str, scorer: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.scorer = scorer
+        self.position = position
+
+
+class RetryableError(Exception):
+    """A failure worth another try (429, 5xx, a timeout, a refused connection)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class BadAnswerError(Exception):
+    """An answer without one finite number per text: retried, then a ScorerError."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.offset = offset  # within the batch
+
+
+#: Longest wait for one retry, whatever Retry-After asks (a server asking for
+#: an hour is better refused with its message than waited for in silence).
+MAX_WAIT_S = 60.0
+
+
+class CallScorer(RegressorMixin, BaseEstimator):
+    """Base of the scorers you call (texts -> one score each); see the module docstring."""
+
+    _parameter_constraints: dict[str, list[Any]] = {
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "concurrency": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_retries": [Interval(numbers.Integral, 0, None, closed="left")],
+        "backoff": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_calls": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "cache": [str, os.PathLike, None],
+    }
+
+    # -- what a subclass gives -------------------------------------------------
+
+    def _spec(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _call(self, texts: list[str]) -> Any:  # pragma: no cover - abstract
+        """One request: the raw list of scores, or RetryableError / BadAnswerError."""
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        """The subclass's own checks, after the declared constraints."""
+
+    # -- scikit-learn ------------------------------------------------------------
+
+    def fit(self, X: Any = None, y: Any = None) -> CallScorer:
+        """Check the parameters; nothing is learned (the scorer is called as it is).
+
+        Parameters
+        ----------
+        X : list of str, default=None
+            Ignored (the texts of a Pipeline or cross-validation fold).
+        y : array-like, default=None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The scorer, with ``spec_`` (its name in the cache and in messages).
+        """
+        self._validate()
+        self.spec_ = self._spec()
+        return self
+
+    def __sklearn_is_fitted__(self) -> bool:
+        # called as it is, like refit=False: predict needs no fit
+        return True
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.requires_fit = False
+        tags.non_deterministic = True  # a remote grader may answer differently
+        return tags
+
+    def predict(self, X: Sequence[str]) -> NDArray[np.float64]:
+        """Score each text: cached answers first, the rest called in batches.
+
+        Parameters
+        ----------
+        X : list of str
+            The texts (essays), one score each.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_texts,)
+            One finite float per text, in the order of ``X``.
+        """
+        return self._scores(X, repeat=0)
+
+    def n_calls_needed(self, X: Sequence[str], *, repeat: int = 0) -> int:
+        """How many calls ``predict(X)`` would send now (the dry run: none is sent).
+
+        Parameters
+        ----------
+        X : list of str
+            The texts to score.
+        repeat : int, default=0
+            The repeat index whose cached answers count (0 is ``predict``'s).
+
+        Returns
+        -------
+        n_calls : int
+            Batches of the distinct texts without a cached answer (retries
+            come on top).
+        """
+        self._validate()
+        texts = _texts(X, self._spec())
+        keys = self._keys(texts, repeat)
+        missing = self._missing(keys)
+        return math.ceil(len(missing) / self.batch_size)
+
+    # -- the work ----------------------------------------------------------------
+
+    def _validate(self) -> None:
+        self._validate_params()
+        self._check_params()
+
+    def _keys(self, texts: list[str], repeat: int) -> list[str]:
+        spec = self._spec()
+        return [entry_key(spec, t, repeat) for t in texts]
+
+    def _missing(self, keys: list[str]) -> list[str]:
+        distinct = list(dict.fromkeys(keys))
+        if self.cache is None:
+            return distinct
+        store = ResponseCache(self.cache)
+        try:
+            found = store.get_many(distinct)
+        finally:
+            store.close()
+        return [k for k in distinct if k not in found]
+
+    def _scores(self, X: Sequence[str], *, repeat: int) -> NDArray[np.float64]:
+        self._validate()
+        spec = self._spec()
+        texts = _texts(X, spec)
+        keys = self._keys(texts, repeat)
+        store = None if self.cache is None else ResponseCache(self.cache)
+        try:
+            known = {} if store is None else store.get_many(keys)
+            first_at: dict[str, int] = {}
+            for i, k in enumerate(keys):
+                if k not in known:
+                    first_at.setdefault(k, i)
+            todo = list(first_at.items())
+            batches = [
+                todo[s : s + self.batch_size] for s in range(0, len(todo), self.batch_size)
+            ]
+            sent = getattr(self, "_n_calls_sent", 0)
+            if self.max_calls is not None and sent + len(batches) > self.max_calls:
+                raise ScorerError(
+                    f"scorer {spec!r} needs {len(batches)} call(s) for {len(todo)} text(s) "
+                    f"without a cached answer, over the budget max_calls={self.max_calls} "
+                    f"({self.max_calls - sent} left after {sent} sent); nothing was sent. "
+                    f"Raise max_calls (--max-calls), or score fewer essays",
+                    spec,
+                )
+            self._before_calls()
+            known.update(self._run(batches, texts, store, spec))
+        finally:
+            if store is not None:
+                store.close()
+        return np.array([known[k] for k in keys], dtype=np.float64)
+
+    def _before_calls(self) -> None:
+        """A subclass's check before the first call (a token that is not set)."""
+
+    def _run(
+        self,
+        batches: list[list[tuple[str, int]]],
+        texts: list[str],
+        store: ResponseCache | None,
+        spec: str,
+    ) -> dict[str, float]:
+        """Send the batches on ``concurrency`` threads; keep each answer as it comes."""
+        got: dict[str, float] = {}
+        if not batches:
+            return got
+        # a window of `concurrency` batches in flight, the next one submitted as
+        # one ends: after a failure nothing new starts (the answers of those
+        # already in flight are still kept), where submitting every batch at
+        # once would let the workers drain the queue before the error is seen
+        queue = iter(batches)
+        pending: dict[Any, list[tuple[str, int]]] = {}
+        failure: BaseException | None = None
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)))
+
+        def submit() -> None:
+            batch = next(queue, None)
+            if batch is not None:
+                texts_of = [texts[i] for _, i in batch]
+                future = pool.submit(self._one_batch, texts_of, [i for _, i in batch], spec)
+                pending[future] = batch
+                # the budget counts what was sent (main thread only): a run
+                # stopped early leaves the rest of the budget to the re-run
+                self._n_calls_sent = getattr(self, "_n_calls_sent", 0) + 1
+
+        try:
+            for _ in range(self.concurrency):
+                submit()
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    batch = pending.pop(future)
+                    try:
+                        values = future.result()
+                    except Exception as exc:  # a ScorerError, or the function's own
+                        failure = failure or exc
+                        continue
+                    entries = {k: v for (k, _), v in zip(batch, values)}
+                    got.update(entries)
+                    if store is not None:
+                        store.put_many(entries)  # kept at once: a re-run resumes
+                    if failure is None:
+                        submit()
+        finally:
+            # Ctrl-C: what has not started is not sent
+            pool.shutdown(wait=True, cancel_futures=True)
+        if failure is not None:
+            raise failure
+        return got
+
+    def _one_batch(self, texts: list[str], positions: list[int], spec: str) -> list[float]:
+        """One batch with its retries: the scores, or a ScorerError."""
+        last: Exception | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                asked = getattr(last, "retry_after", None)
+                delay = asked if asked is not None else self.backoff * 2 ** (attempt - 1)
+                time.sleep(min(float(delay), MAX_WAIT_S))
+            try:
+                return _numbers(self._call(texts), len(texts))
+            except (RetryableError, BadAnswerError) as exc:
+                last = exc
+        tries = f"{self.max_retries + 1} attempt(s)"
+        if isinstance(last, BadAnswerError):
+            offset = last.offset
+            at = None if offset is None else positions[offset]
+            which = (
+                f"texts at positions {positions[0]}..{positions[-1]}"
+                if at is None
+                else f"the text at position {at}"
+            )
+            raise ScorerError(
+                f"scorer {spec!r} answered unusably for {which} after {tries}: {last}; "
+                f"it must answer one finite number per text",
+                spec,
+                position=positions[0] if at is None else at,
+            )
+        raise ScorerError(
+            f"scorer {spec!r} could not be reached after {tries}: {last}; check that it "
+            f"runs and answers, or raise max_retries / timeout",
+            spec,
+        )
+
+
+def _texts(X: Any, spec: str) -> list[str]:
+    if isinstance(X, str) or not hasattr(X, "__len__"):
+        raise ValueError(
+            f"scorer {spec!r} scores a list of texts, got {type(X).__name__}; pass a "
+            f"list of essay strings (e.g. [text] for one)"
+        )
+    texts = list(X.tolist() if hasattr(X, "tolist") else X)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise ValueError(
+                f"scorer {spec!r}: the text at position {i} is {type(t).__name__}, not a "
+                f"string; pass essay texts (use '' for an empty essay)"
+            )
+    return texts
+
+
+def _numbers(raw: Any, n: int) -> list[float]:
+    """``raw`` as n finite floats, or a BadAnswerError naming the first bad one."""
+    if isinstance(raw, np.ndarray):
+        raw = raw.ravel().tolist()
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        raise BadAnswerError(f"the answer is {type(raw).__name__}, not a list of scores")
+    if len(raw) != n:
+        raise BadAnswerError(f"{len(raw)} score(s) for {n} text(s)")
+    out = []
+    for j, v in enumerate(raw):
+        if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.number)):
+            raise BadAnswerError(f"score {v!r} is not a number", offset=j)
+        value = float(v)
+        if not math.isfinite(value):
+            raise BadAnswerError(f"score {value!r} is not finite", offset=j)
+        out.append(value)
+    return out
