@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._interrupts import interrupts_kept
-from ._table_input import BadInput, read_table
+from ._table_input import BadInput, parse_embeddings, read_table
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -462,7 +462,7 @@ def _run_audit(
     *,
     source: str,
     prompt: str | None,
-    paraphrases: str | None,
+    paraphrases: str | bool | None,
     options: dict[str, Any],
 ) -> AuditResult:
     from .report import audit
@@ -637,6 +637,7 @@ def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, A
         "reference_col": args.reference_col,
         "reference_sep": args.reference_sep,
         "bin_cols": parse_bin_cols(args.bin_col),
+        "embeddings": parse_embeddings(args.embeddings),
         **models,
     }
 
@@ -685,7 +686,7 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
     files = [args.data, args.prompt_file, args.prompts]
     if args.score_range is not None and Path(args.score_range).is_file():
         files.append(args.score_range)
-    for entry in args.model_file or []:
+    for entry in (args.model_file or []) + (args.embeddings or []):
         files.append(entry.partition("=")[2].strip() or None)
     return files
 
@@ -716,7 +717,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 frame,
                 source=os.path.basename(str(args.data)),
                 prompt=prompt,
-                paraphrases=args.paraphrase_col,
+                paraphrases=False if args.no_paraphrases else args.paraphrase_col,
                 options=options,
             )
         except AuditInputError as exc:
@@ -951,6 +952,16 @@ def build_parser() -> argparse.ArgumentParser:
         "pickle runs code from the file: give only files you trust",
     )
     p_audit.add_argument(
+        "--embeddings",
+        action="append",
+        default=None,
+        metavar="NAME=FILE",
+        help="your own vectors as a representation named NAME (cosine distance): a "
+        ".npy array with one row per data row, or a .csv/.parquet file with the "
+        "--id-col column and one numeric column per dimension. Repeatable; "
+        "--representations may then be empty ('')",
+    )
+    p_audit.add_argument(
         "--score-range",
         default=None,
         metavar="LOW,HIGH|FILE",
@@ -1028,10 +1039,17 @@ def build_parser() -> argparse.ArgumentParser:
         "each system's error to (beside the interpretable features)",
     )
     p_audit.add_argument("--id-col", default=None, help="column of unique essay ids")
-    p_audit.add_argument(
+    paraphrase = p_audit.add_mutually_exclusive_group()
+    paraphrase.add_argument(
         "--paraphrase-col",
         default=None,
         help="column with a paraphrase of each essay (else WordNet paraphrases)",
+    )
+    paraphrase.add_argument(
+        "--no-paraphrases",
+        action="store_true",
+        help="skip the paraphrases (no WordNet paraphrasing): the paraphrase section "
+        "says it was skipped",
     )
     p_audit.add_argument(
         "--encoding", default=None, help="text encoding of tsv/csv (default UTF-8)"
