@@ -348,3 +348,32 @@ def test_paraphrases_true_is_refused():
 def test_given_embeddings_repr():
     emb = GivenEmbeddings("own", np.ones((3, 2)), "own.npy")
     assert repr(emb) == "GivenEmbeddings(own: 3 essays x 2 dims from own.npy)"
+
+
+def test_parquet_is_read_as_a_table_keyed_by_id(tmp_path, monkeypatch):
+    # pyarrow is optional: the reader itself is stood in for, the routing is tested
+    import sys
+    import types
+
+    data = corpus()
+    X = vectors()
+    table = as_table(data, X)
+    path = tmp_path / "own.parquet"
+    path.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", types.ModuleType("pyarrow"))
+    monkeypatch.setattr(pd, "read_parquet", lambda p: table if p == path else None)
+    a = run(data, representations=[], embeddings={"own": path})
+    b = run(data, representations=[], embeddings={"own": X})
+    pd.testing.assert_frame_equal(a.tables["lipschitz"], b.tables["lipschitz"])
+    assert a.meta["embeddings"]["own"]["source"] == "own.parquet"
+
+
+def test_parquet_without_pyarrow_says_how_to_fix(tmp_path, monkeypatch):
+    import sys
+
+    path = tmp_path / "own.parquet"
+    path.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import fails
+    with pytest.raises(AuditInputError, match=r"own\.parquet\): pyarrow is needed for "
+                       r"reading \.parquet embeddings.*save the vectors as \.csv or \.npy"):  # fmt: skip
+        run(corpus(), representations=[], embeddings={"own": path})

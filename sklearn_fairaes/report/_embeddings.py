@@ -162,11 +162,12 @@ def _read_one(
             elif suffix == ".csv":
                 value = pd.read_csv(path)
             else:
+                # pandas reads parquet through pyarrow, an optional dependency
+                require("pyarrow", purpose="reading .parquet embeddings")
                 value = pd.read_parquet(path)
         except ImportError as exc:
             raise AuditInputError(
-                f"{where}: reading parquet needs pyarrow ({exc}); pip install pyarrow, "
-                f"or save the vectors as .csv or .npy"
+                f"{where}: {exc}; or save the vectors as .csv or .npy"
             ) from None
         except (OSError, ValueError) as exc:
             raise AuditInputError(f"{where}: cannot read the file ({exc})") from None
