@@ -377,3 +377,24 @@ def test_parquet_without_pyarrow_says_how_to_fix(tmp_path, monkeypatch):
     with pytest.raises(AuditInputError, match=r"own\.parquet\): pyarrow is needed for "
                        r"reading \.parquet embeddings.*save the vectors as \.csv or \.npy"):  # fmt: skip
         run(corpus(), representations=[], embeddings={"own": path})
+
+
+def test_each_prompt_takes_the_vectors_of_its_own_rows():
+    # prompts interleaved, so that a vector taken by position within a prompt
+    # instead of by data row would be another essay's
+    data = corpus(32).assign(prompt=lambda d: np.where(np.arange(len(d)) % 2, "B", "A"))
+    X = vectors(32, 4, seed=5)
+    res = run(data, representations=[], embeddings={"own": X}, prompt_col="prompt")
+    ext = res.tables["extreme_pairs"]
+    row_of = {i: k for k, i in enumerate(data["essay_id"])}
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    for prompt in ("A", "B"):
+        rows = np.flatnonzero(data["prompt"] == prompt)
+        D = 1.0 - unit[rows] @ unit[rows].T
+        iu = np.triu_indices(len(rows), 1)
+        for which, best in (("nearest", D[iu].min()), ("farthest", D[iu].max())):
+            pair = ext[(ext["prompt"] == prompt) & (ext["which"] == which)].iloc[0]
+            a, b = row_of[pair["id_a"]], row_of[pair["id_b"]]
+            assert {a % 2, b % 2} == {int(prompt == "B")}
+            assert pair["distance"] == pytest.approx(1.0 - unit[a] @ unit[b], abs=1e-9)
+            assert pair["distance"] == pytest.approx(best, abs=1e-9)

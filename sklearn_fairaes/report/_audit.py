@@ -232,9 +232,8 @@ def audit(
         audited like the built-in representations, with cosine distances,
         under its name; a name of a built-in representation or of
         ``representations`` is refused. Texts you did not embed have no
-        vector, so the paraphrase robustness and the counterfactual edits of
-        the trained baselines leave these representations out (the report
-        says so). A wrong row count, NaN or infinite values, an all-zero
+        vector, so the paraphrase robustness and the counterfactual edits
+        leave these representations out (the report says so). A wrong row count, NaN or infinite values, an all-zero
         vector (no cosine), ids without a vector, a non-numeric column or a
         missing file is refused before any work, naming the file and rows.
     letters : {"ascii", "unicode"}, default="ascii"
@@ -269,8 +268,8 @@ def audit(
     paraphrases : str, sequence of str or None, default=None
         A column name or one paraphrase per essay; when None, paraphrases are
         made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`;
-        False skips the paraphrases (the WordNet tagging is the slowest part
-        after the features) and the paraphrase section says so. A blank
+        False skips them (no WordNet paraphrasing) and the paraphrase
+        section says so. A blank
         paraphrase is refused, naming its rows.
     reference_col : str, default=None
         Short answers: the column of each answer's reference answer(s). Human

@@ -1079,7 +1079,7 @@ def _study(
             f"Paraphrase robustness skipped: no offline paraphraser ({paraphrase_error})."
         )
     bar.tick(f"{p}: paraphrases")
-    _trained(study, plan, represented, bar)
+    _baselines_and_spaces(study, plan, represented, bar)
     return study
 
 
@@ -1122,7 +1122,7 @@ def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
     study.feature_names = [str(f) for f in feat.get_feature_names_out()]
 
 
-def _trained(
+def _baselines_and_spaces(
     study: Study, plan: Plan, represented: Mapping[str, tuple[Any, Any]], bar: Progress
 ) -> None:
     """The trained baselines' out-of-fold predictions and the pair spaces (§4.3)."""

@@ -208,9 +208,11 @@ class _Counterfactual:
         collected: dict[str, list[str]] = {}
         summaries: list[DataFrame] = []
         examples: list[dict[str, Any]] = []
-        refit_failed: list[str] = []
+        refit_failed: list[str] = []  # and the representations left out
         for rname, space in study.spaces.items():
             if space.transformer is None:
+                # the user's vectors: an edited essay has none, so its distance
+                # from the original (the edit's size) is unknown
                 refit_failed.append(
                     f"Counterfactual edits: {rname} is your own vectors (embeddings), "
                     f"which the edited essays do not have, so it is left out."
