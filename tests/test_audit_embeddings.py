@@ -398,3 +398,23 @@ def test_each_prompt_takes_the_vectors_of_its_own_rows():
             assert {a % 2, b % 2} == {int(prompt == "B")}
             assert pair["distance"] == pytest.approx(1.0 - unit[a] @ unit[b], abs=1e-9)
             assert pair["distance"] == pytest.approx(best, abs=1e-9)
+
+
+def test_csv_ids_are_compared_as_written(tmp_path):
+    # ids with leading zeros: a csv reader that made them numbers would lose them
+    data = corpus().assign(essay_id=[f"{i:03d}" for i in range(24)])
+    X = vectors()
+    as_table(data, X).to_csv(tmp_path / "own.csv", index=False)
+    a = run(data, representations=[], embeddings={"own": tmp_path / "own.csv"})
+    b = run(data, representations=[], embeddings={"own": X})
+    pd.testing.assert_frame_equal(a.tables["extreme_pairs"], b.tables["extreme_pairs"])
+
+
+def test_a_file_without_the_id_column_names_its_columns(tmp_path):
+    data = corpus()
+    as_table(data, vectors()).rename(columns={"essay_id": "key"}).to_csv(
+        tmp_path / "own.csv", index=False
+    )
+    with pytest.raises(AuditInputError, match=r"own\.csv\): no column 'essay_id' \(the id "
+                       r"column\); the columns are 'key', 'd0'"):  # fmt: skip
+        run(data, representations=[], embeddings={"own": tmp_path / "own.csv"})

@@ -160,7 +160,8 @@ def _read_one(
                 # allow_pickle=False: a .npy file is data, never code to run
                 value = np.load(path, allow_pickle=False)
             elif suffix == ".csv":
-                value = pd.read_csv(path)
+                # ids as written ("007" stays "007", as the data's ids are read)
+                value = pd.read_csv(path, dtype=None if id_col is None else {id_col: str})
             else:
                 # pandas reads parquet through pyarrow, an optional dependency
                 require("pyarrow", purpose="reading .parquet embeddings")
