@@ -288,8 +288,8 @@ def audit(
         A LanguageTool server URL (or ``"local"``); without it ``language_errors``
         is left out and the report says so.
     features : bool, default=True
-        False skips the interpretable features (about 80% of a first run's
-        time): the extreme pairs are listed without their features, the
+        False skips the interpretable features (with the paraphrases, the
+        slowest part of a first run): the extreme pairs are listed without their features, the
         feature-difference profile is left out and the error section relates
         the errors to the covariates only (or is left out); the report's
         settings and those sections say that they were skipped.

@@ -342,7 +342,8 @@ RUN = OptionGroup(
             "features",
             True,
             (bool,),
-            help="skip the interpretable features (about 80%% of a first run): the "
+            help="skip the interpretable features (the slowest part of a first run "
+            "with the paraphrases): the "
             "extreme pairs lose their feature columns and the feature profile, the "
             "error section keeps only the covariates; the report says so",
             fix="pass features=True (compute them) or False (skip them)",
