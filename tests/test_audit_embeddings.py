@@ -418,3 +418,15 @@ def test_a_file_without_the_id_column_names_its_columns(tmp_path):
     with pytest.raises(AuditInputError, match=r"own\.csv\): no column 'essay_id' \(the id "
                        r"column\); the columns are 'key', 'd0'"):  # fmt: skip
         run(data, representations=[], embeddings={"own": tmp_path / "own.csv"})
+
+
+def test_cli_out_may_not_hold_the_embeddings_file(tmp_path, capsys):
+    # the report folder is replaced on writing: the vectors in it would be lost
+    (tmp_path / "report").mkdir()
+    np.save(tmp_path / "report" / "own.npy", vectors())
+    code, err = _cli(
+        tmp_path, capsys, corpus(), "--embeddings", f"own={tmp_path / 'report' / 'own.npy'}"
+    )
+    assert code == 2
+    assert "own.npy" in err
+    assert (tmp_path / "report" / "own.npy").is_file()
