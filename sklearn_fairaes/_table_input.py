@@ -4,8 +4,9 @@ A tsv/csv/xlsx file of essays is read as strings, and its record count is
 checked against what a plain CSV reader counts, so that a quote left open
 (which would swallow the rows after it into one essay) is refused, naming
 its row, before any computation. :class:`BadInput` is the command's refusal
-(exit code 2). Both are imported by ``sklearn_fairaes.cli``, which is where
-the docs and scripts find them.
+(exit code 2). :func:`parse_embeddings` reads the ``--embeddings`` entries
+(the files themselves are the audit's to read). All are imported by
+``sklearn_fairaes.cli``, which is where the docs and scripts find them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import csv
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -230,3 +231,80 @@ def _compare_records(
             f"{path}: {counts}, and two parsers disagree ({len(data)} records with "
             f"Python's csv, {n_read} with pandas); check the quotes of the file ({fix})"
         )
+
+
+def parse_embeddings(values: Sequence[str] | None) -> dict[str, str] | None:
+    """Read ``--embeddings``: ``NAME=FILE`` entries, one per flag.
+
+    The files themselves are read and checked by the audit (before any work).
+
+    Parameters
+    ----------
+    values : list of str or None
+        The flag's values (one per ``--embeddings``).
+
+    Returns
+    -------
+    embeddings : dict of str to str or None
+        Name -> file, in the order given; None without the flag.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.cli import parse_embeddings
+    >>> parse_embeddings(["engine=vectors.npy"])
+    {'engine': 'vectors.npy'}
+    """
+    if not values:
+        return None
+    out: dict[str, str] = {}
+    for entry in values:
+        name, sep, path = (part.strip() for part in entry.partition("="))
+        if not sep or not name or not path:
+            raise BadInput(
+                f"--embeddings {entry!r}: expected NAME=FILE (e.g. engine=vectors.npy)"
+            )
+        if name in out:
+            raise BadInput(
+                f"--embeddings names {name!r} twice; give each set of vectors its own name"
+            )
+        out[name] = path
+    return out
+
+
+def parse_bin_cols(values: Sequence[str] | None) -> dict[str, int] | None:
+    """Read ``--bin-col``: ``COL:K`` entries, comma-separated or repeated.
+
+    Parameters
+    ----------
+    values : list of str or None
+        The flag's values (one per ``--bin-col``).
+
+    Returns
+    -------
+    bin_cols : dict of str to int, or None
+        The audit's ``bin_cols``; None without the flag.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.cli import parse_bin_cols
+    >>> parse_bin_cols(["word_count:4,age:3", "pages:2"])
+    {'word_count': 4, 'age': 3, 'pages': 2}
+    """
+    if not values:
+        return None
+    out: dict[str, int] = {}
+    for entry in (e.strip() for v in values for e in v.split(",") if e.strip()):
+        name, sep, k = entry.rpartition(":")
+        try:
+            n_bins = int(k)
+        except ValueError:
+            n_bins = None
+        if not sep or not name or n_bins is None:
+            raise BadInput(
+                f"--bin-col {entry}: expected COLUMN:BINS, a numeric column and a "
+                f"number of quantile bins, e.g. --bin-col word_count:4"
+            )
+        if name in out:
+            raise BadInput(f"--bin-col names column {name!r} twice; give it once")
+        out[name] = n_bins
+    return out

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._cli_scorers import add_scorer_arguments, build_scorers, dry_run
 from ._interrupts import interrupts_kept
-from ._table_input import BadInput, read_table
+from ._table_input import BadInput, parse_bin_cols, parse_embeddings, read_table
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -463,7 +463,7 @@ def _run_audit(
     *,
     source: str,
     prompt: str | None,
-    paraphrases: str | None,
+    paraphrases: str | bool | None,
     options: dict[str, Any],
 ) -> AuditResult:
     from .report import audit
@@ -641,47 +641,9 @@ def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, A
         "reference_col": args.reference_col,
         "reference_sep": args.reference_sep,
         "bin_cols": parse_bin_cols(args.bin_col),
+        "embeddings": parse_embeddings(args.embeddings),
         **models,
     }
-
-
-def parse_bin_cols(values: Sequence[str] | None) -> dict[str, int] | None:
-    """Read ``--bin-col``: ``COL:K`` entries, comma-separated or repeated.
-
-    Parameters
-    ----------
-    values : list of str or None
-        The flag's values (one per ``--bin-col``).
-
-    Returns
-    -------
-    bin_cols : dict of str to int, or None
-        The audit's ``bin_cols``; None without the flag.
-
-    Examples
-    --------
-    >>> from sklearn_fairaes.cli import parse_bin_cols
-    >>> parse_bin_cols(["word_count:4,age:3", "pages:2"])
-    {'word_count': 4, 'age': 3, 'pages': 2}
-    """
-    if not values:
-        return None
-    out: dict[str, int] = {}
-    for entry in (e.strip() for v in values for e in v.split(",") if e.strip()):
-        name, sep, k = entry.rpartition(":")
-        try:
-            n_bins = int(k)
-        except ValueError:
-            n_bins = None
-        if not sep or not name or n_bins is None:
-            raise BadInput(
-                f"--bin-col {entry}: expected COLUMN:BINS, a numeric column and a "
-                f"number of quantile bins, e.g. --bin-col word_count:4"
-            )
-        if name in out:
-            raise BadInput(f"--bin-col names column {name!r} twice; give it once")
-        out[name] = n_bins
-    return out
 
 
 def _inputs(args: argparse.Namespace) -> list[str | None]:
@@ -689,7 +651,7 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
     files = [args.data, args.prompt_file, args.prompts]
     if args.score_range is not None and Path(args.score_range).is_file():
         files.append(args.score_range)
-    for entry in args.model_file or []:
+    for entry in (args.model_file or []) + (args.embeddings or []):
         files.append(entry.partition("=")[2].strip() or None)
     return files
 
@@ -722,7 +684,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 frame,
                 source=os.path.basename(str(args.data)),
                 prompt=prompt,
-                paraphrases=args.paraphrase_col,
+                paraphrases=False if args.no_paraphrases else args.paraphrase_col,
                 options=options,
             )
         except AuditInputError as exc:
@@ -962,6 +924,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_scorer_arguments(p_audit)
     p_audit.add_argument(
+        "--embeddings",
+        action="append",
+        default=None,
+        metavar="NAME=FILE",
+        help="your own vectors as a representation named NAME (cosine distance): a "
+        ".npy array with one row per data row, or a .csv/.parquet file with the "
+        "--id-col column and one numeric column per dimension. Repeatable; "
+        "--representations may then be empty ('')",
+    )
+    p_audit.add_argument(
         "--score-range",
         default=None,
         metavar="LOW,HIGH|FILE",
@@ -1039,10 +1011,17 @@ def build_parser() -> argparse.ArgumentParser:
         "each system's error to (beside the interpretable features)",
     )
     p_audit.add_argument("--id-col", default=None, help="column of unique essay ids")
-    p_audit.add_argument(
+    paraphrase = p_audit.add_mutually_exclusive_group()
+    paraphrase.add_argument(
         "--paraphrase-col",
         default=None,
         help="column with a paraphrase of each essay (else WordNet paraphrases)",
+    )
+    paraphrase.add_argument(
+        "--no-paraphrases",
+        action="store_true",
+        help="skip the paraphrases (no WordNet paraphrasing): the paraphrase section "
+        "says it was skipped",
     )
     p_audit.add_argument(
         "--encoding", default=None, help="text encoding of tsv/csv (default UTF-8)"

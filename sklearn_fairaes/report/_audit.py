@@ -49,6 +49,7 @@ from ._build import (
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
 from ._config import AuditConfig
+from ._embeddings import GivenEmbeddings
 from ._load import REPORT_FORMAT
 from ._output import pause
 from ._result import AuditResult
@@ -82,17 +83,19 @@ def audit(
     covariate_cols: str | Sequence[str] | None = None,
     id_col: str | None = None,
     representations: Sequence[str] | Mapping[str, Any] = ("bow", "tfidf", "sbert"),
+    embeddings: Mapping[str, Any] | None = None,
     letters: str = "ascii",
     models: Sequence[str] | Mapping[str, Any] | None = None,
     refit: bool | Collection[str] = True,
     scorers: Mapping[str, Any] | None = None,
     cv: int = 5,
-    paraphrases: str | Sequence[str] | None = None,
+    paraphrases: str | Sequence[str] | bool | None = None,
     reference_col: str | None = None,
     reference_sep: str | None = None,
     random_state: int = 0,
     n_jobs: int | None = None,
     grammar: str | None = None,
+    features: bool = True,
     sbert_model: str = "all-MiniLM-L6-v2",
     sbert_backend: str = "torch",
     device: str | None = None,
@@ -221,6 +224,20 @@ def audit(
         Unique essay ids (default: row numbers from 1).
     representations : sequence of str or dict, default=("bow", "tfidf", "sbert")
         Names from ``REPRESENTATION_NAMES`` or a dict name -> transformer.
+        May be empty when ``embeddings`` are given.
+    embeddings : dict, default=None
+        Your own vectors as representations, name -> vectors: an array (or a
+        ``.npy`` file) of shape ``(n_rows, n_dims)`` aligned with the rows of
+        ``data``, or a table (a DataFrame, a ``.csv`` or ``.parquet`` file)
+        with the column ``id_col`` and one numeric column per dimension, one
+        row per essay id (rows of ids not in ``data`` are ignored). Each is
+        audited like the built-in representations, with cosine distances,
+        under its name; a name of a built-in representation or of
+        ``representations`` is refused. Texts you did not embed have no
+        vector, so the paraphrase robustness and the counterfactual edits
+        leave these representations out (the report says so). A wrong row count, NaN or infinite values, an all-zero
+        vector (no cosine), ids without a vector, a non-numeric column or a
+        missing file is refused before any work, naming the file and rows.
     letters : {"ascii", "unicode"}, default="ascii"
         What the ``"bow"`` and ``"tfidf"`` representations made from their
         names count as letters (the ``letters`` of
@@ -265,8 +282,10 @@ def audit(
         essays of the smallest prompt.
     paraphrases : str, sequence of str or None, default=None
         A column name or one paraphrase per essay; when None, paraphrases are
-        made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`. A
-        blank paraphrase is refused, naming its rows.
+        made with :class:`~sklearn_fairaes.paraphrase.WordNetParaphraser`;
+        False skips them (no WordNet paraphrasing) and the paraphrase
+        section says so. A blank
+        paraphrase is refused, naming its rows.
     reference_col : str, default=None
         Short answers: the column of each answer's reference answer(s). Human
         and system grades are then scaled to [0, 1] by the score scale, and
@@ -283,6 +302,12 @@ def audit(
     grammar : str, default=None
         A LanguageTool server URL (or ``"local"``); without it ``language_errors``
         is left out and the report says so.
+    features : bool, default=True
+        False skips the interpretable features (with the paraphrases, the
+        slowest part of a first run): the extreme pairs are listed without their features, the
+        feature-difference profile is left out and the error section relates
+        the errors to the covariates only (or is left out); the report's
+        settings and those sections say that they were skipped.
     sbert_model : str, default="all-MiniLM-L6-v2"
         The Sentence-BERT model of the ``"sbert"`` representation and of the
         prompt-similarity feature (a name or a folder, see
@@ -559,6 +584,7 @@ def audit(
         systems=systems,
         refit=refit,
         paraphrases=paraphrases,
+        embeddings=embeddings,
         reference_col=reference_col,
         reference_sep=reference_sep,
         settings=settings,
@@ -793,6 +819,14 @@ def _meta(
         "features": list(first.feature_names),
         "omitted_features": plan.omitted_features,
         "paraphrase_source": first.paraphrase_source,
+        # what the user chose to skip (features=False, paraphrases=False), and why
+        "skipped": dict(first.skipped),
+        # the user's own vectors: where each came from and its dimensions
+        "embeddings": {
+            name: {"source": rep.source, "dims": int(rep.vectors.shape[1])}
+            for name, rep in plan.representations.items()
+            if isinstance(rep, GivenEmbeddings)
+        },
         "perturbations": (
             None
             if plan.settings.perturbations is None

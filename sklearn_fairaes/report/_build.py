@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..resources import require
+from ._embeddings import GivenEmbeddings, read_embeddings
 from ._groupings import Groupings, plan_groupings, split_group_cols
 from ._inputs import (
     MIN_ESSAYS,
@@ -70,6 +71,9 @@ if TYPE_CHECKING:
 
 
 REPRESENTATION_NAMES = ("bow", "tfidf", "sbert", "laser")
+#: Why the features or the paraphrases are missing when the user skipped them.
+FEATURES_SKIPPED = "skipped on request: features=False (--no-features)"
+PARAPHRASES_SKIPPED = "skipped on request: paraphrases=False (--no-paraphrases)"
 MODEL_NAMES = ("ridge", "random_forest", "gradient_boosting")
 # The trained baseline of short answers (its scores come from the reference
 # answers, not from a representation's vectors).
@@ -255,6 +259,7 @@ class Plan:
     groupings: Groupings | None = None
     covariates: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     paraphrases: list[str] | None = None
+    make_paraphrases: bool = True
     reference_col: str | None = None
     references: list[list[str]] | None = None
     score_step: float | str | None = None
@@ -285,11 +290,12 @@ def plan_audit(
     systems: Any,
     covariate_cols: str | Sequence[str] | None = None,
     refit: bool | Collection[str],
-    paraphrases: str | Sequence[str] | None,
+    paraphrases: str | Sequence[str] | bool | None,
     reference_col: str | None,
     reference_sep: str | None,
     settings: Settings,
     bin_cols: Mapping[str, int] | None = None,
+    embeddings: Mapping[str, Any] | None = None,
 ) -> Plan:
     """Check every input of the audit for every prompt; see the module docstring.
 
@@ -362,7 +368,12 @@ def plan_audit(
     covariates = _covariates(data, covariate_cols, where)
     ids = _ids(data, id_col, len(essays))
     para = None
-    if paraphrases is not None:
+    if paraphrases is True:
+        raise AuditInputError(
+            "paraphrases=True: give a column name or one paraphrase per essay, None "
+            "(WordNet paraphrases) or False (no paraphrases)"
+        )
+    if paraphrases is not None and paraphrases is not False:
         if isinstance(paraphrases, str):
             para = _texts(
                 column(data, paraphrases, "paraphrase"),
@@ -391,12 +402,23 @@ def plan_audit(
         settings.representations,
         make_representation,
         "representations",
+        allow_empty=bool(embeddings),
         sbert_model=settings.sbert_model,
         cache=settings.cache,
         sbert_backend=settings.sbert_backend,
         device=settings.device,
         letters=settings.letters,
     )
+    own = read_embeddings(
+        embeddings, ids=ids, id_col=id_col, taken=sorted({*REPRESENTATION_NAMES, *reps})
+    )
+    if own and short_answer:
+        raise AuditInputError(
+            "embeddings are not available for short answers: the reference-similarity "
+            "grading embeds the reference answers, which have no vectors of yours; "
+            "leave embeddings (--embeddings) out"
+        )
+    reps.update(own)
     given, given_columns = _given(data, systems, len(essays), scales, where)
     trained, fitted = _models(settings.models, refit, bool(given), settings, short_answer)
     check_per_representation(trained, reps)
@@ -421,6 +443,9 @@ def plan_audit(
     has_prompt = any(t is not None for t in texts.values())
     settings.perturbations = _check_perturbations(settings.perturbations, has_prompt)
     chosen, omitted = _chosen_features(has_prompt, settings.grammar)
+    if not settings.features:
+        omitted = [{"feature": f, "reason": FEATURES_SKIPPED} for f in chosen] + omitted
+        chosen = []
     _check_neural_models(reps, chosen, settings)
     return Plan(
         text_col=text_col,
@@ -447,6 +472,7 @@ def plan_audit(
         groupings=groupings,
         covariates=covariates,
         paraphrases=para,
+        make_paraphrases=paraphrases is not False,
         reference_col=reference_col,
         references=references,
         score_step=step,
@@ -638,20 +664,34 @@ def fit_representations(
     text_col: str,
     where: str = "",
     before_encoders: Callable[[], None] | None = None,
+    rows: NDArray[np.intp] | None = None,
 ) -> dict[str, tuple[Any, Any]]:
     """Fit every representation on ``essays``: (fitted transformer, vectors) by name.
 
     Vocabulary-based ones go first (they are fast), so that a representation
     that finds no word in any essay stops the audit with a message before the
     slow encoders run. ``before_encoders`` is called once between the two.
+    The user's own vectors (:class:`GivenEmbeddings`) are those of the data
+    rows ``rows`` of ``essays``, with no transformer (None).
     """
     from sklearn.base import clone
     from sklearn.feature_extraction.text import CountVectorizer
 
-    order = sorted(reps, key=lambda r: not isinstance(reps[r], CountVectorizer))
+    def fast(r: str) -> bool:
+        return isinstance(reps[r], (CountVectorizer, GivenEmbeddings))
+
+    order = sorted(reps, key=lambda r: not fast(r))
     fitted: dict[str, tuple[Any, Any]] = {}
     for rname in order:
-        if before_encoders is not None and not isinstance(reps[rname], CountVectorizer):
+        if isinstance(reps[rname], GivenEmbeddings):
+            if rows is None:
+                raise ValueError(
+                    f"representation {rname!r} is the user's vectors; pass the data "
+                    f"rows of the essays (rows=)"
+                )
+            fitted[rname] = (None, reps[rname].rows(rows))
+            continue
+        if before_encoders is not None and not fast(rname):
             before_encoders()
             before_encoders = None
         with warnings.catch_warnings():
@@ -823,7 +863,12 @@ def build_studies(
     )
 
     def start_paraphrases() -> None:
-        if paraphrased or plan.paraphrases is not None or not plan.prompts:
+        if (
+            paraphrased
+            or plan.paraphrases is not None
+            or not plan.make_paraphrases
+            or not plan.prompts
+        ):
             return
         switch.set()  # before the thread starts
         for q in plan.prompts:
@@ -843,6 +888,7 @@ def build_studies(
                 plan.text_col,
                 f" of prompt {p!r}" if several else "",
                 before_encoders=start_paraphrases,
+                rows=plan.rows_of(p),
             )
         start_paraphrases()  # no encoder among the representations
         counts = {
@@ -948,11 +994,6 @@ def _study(
     bar: Progress,
     paraphrased: Future[list[str]] | None = None,
 ) -> Study:
-    from sklearn.model_selection import KFold
-
-    from ..features import InterpretableFeatures
-    from ..features._grammar import RETRY_DELAYS, GrammarServerError
-
     settings = plan.settings
     rows = plan.rows_of(p)
     essays = [plan.essays[i] for i in rows]
@@ -1021,7 +1062,37 @@ def _study(
         except (ImportError, LookupError) as exc:
             paraphrase_error = exc
 
+    if not plan.make_paraphrases:
+        study.skipped["paraphrases"] = PARAPHRASES_SKIPPED
     # -- interpretable features (paper §5.1.1)
+    if settings.features:
+        _features(study, plan, rows)
+    else:
+        study.skipped["features"] = FEATURES_SKIPPED
+    bar.tick(f"{p}: features")
+
+    if study.paraphrases is None and paraphrase_error is None and plan.make_paraphrases:
+        try:  # not started in a thread (e.g. build_studies was bypassed)
+            study.paraphrases = _wordnet_paraphrases(essays, settings)
+            study.paraphrase_source = "WordNetParaphraser"
+        except (ImportError, LookupError) as exc:
+            paraphrase_error = exc
+    if paraphrase_error is not None:
+        study.notes.append(
+            f"Paraphrase robustness skipped: no offline paraphraser ({paraphrase_error})."
+        )
+    bar.tick(f"{p}: paraphrases")
+    _baselines_and_spaces(study, plan, represented, bar)
+    return study
+
+
+def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
+    """The study's interpretable features (paper §5.1.1)."""
+    from ..features import InterpretableFeatures
+    from ..features._grammar import RETRY_DELAYS, GrammarServerError
+
+    settings = plan.settings
+    essays, human = study.essays, study.human
     feat = InterpretableFeatures(
         prompt=study.prompt_text,
         features=plan.features,
@@ -1052,21 +1123,15 @@ def _study(
                 f"without the language_errors feature"
             ) from None
     study.feature_names = [str(f) for f in feat.get_feature_names_out()]
-    bar.tick(f"{p}: features")
 
-    if study.paraphrases is None and paraphrase_error is None:
-        try:  # not started in a thread (e.g. build_studies was bypassed)
-            study.paraphrases = _wordnet_paraphrases(essays, settings)
-            study.paraphrase_source = "WordNetParaphraser"
-        except (ImportError, LookupError) as exc:
-            paraphrase_error = exc
-    if paraphrase_error is not None:
-        study.notes.append(
-            f"Paraphrase robustness skipped: no offline paraphraser ({paraphrase_error})."
-        )
-    bar.tick(f"{p}: paraphrases")
 
-    # -- trained baselines: out-of-fold predictions per representation (§4.3)
+def _baselines_and_spaces(
+    study: Study, plan: Plan, represented: Mapping[str, tuple[Any, Any]], bar: Progress
+) -> None:
+    """The trained baselines' out-of-fold predictions and the pair spaces (§4.3)."""
+    from sklearn.model_selection import KFold
+
+    settings, human, p = plan.settings, study.human, study.prompt
     folds = KFold(settings.cv, shuffle=True, random_state=settings.random_state)
     trained: dict[str, dict[str | None, NDArray[np.float64]]] = {
         m: {} for m in plan.trained
@@ -1095,4 +1160,3 @@ def _study(
         study.systems[mname] = System(
             mname, "trained", trained[mname], estimator=model, description=desc
         )
-    return study

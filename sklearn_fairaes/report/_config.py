@@ -237,6 +237,13 @@ def _add_cache(parser: argparse.ArgumentParser, option: Option) -> None:
     )
 
 
+def _add_off_switch(parser: argparse.ArgumentParser, option: Option) -> None:
+    """A flag that turns an option off (``--no-features`` for ``features=False``)."""
+    parser.add_argument(
+        str(option.cli_flag), dest=option.name, action="store_false", help=option.help
+    )
+
+
 def _cache_from_cli(args: argparse.Namespace) -> bool | str:
     """audit()'s ``cache``: --no-cache, --cache DIR, else the per-user folder."""
     if args.no_cache:
@@ -330,6 +337,19 @@ RUN = OptionGroup(
             fix="pass a LanguageTool server URL or 'local'",
             metavar="URL",
             # the server itself is probed at plan time (report._inputs._check_grammar)
+        ),
+        Option(
+            "features",
+            True,
+            (bool,),
+            help="skip the interpretable features (the slowest part of a first run "
+            "with the paraphrases): the "
+            "extreme pairs lose their feature columns and the feature profile, the "
+            "error section keeps only the covariates; the report says so",
+            fix="pass features=True (compute them) or False (skip them)",
+            flag="--no-features",
+            add=_add_off_switch,
+            setting="Interpretable features",
         ),
     ),
 )

@@ -94,7 +94,10 @@ class Study:
     column, an intersection) to the essays' labels; ``groups``, one array of
     labels, is the same for a study with a single grouping built by hand
     (see :meth:`grouping_labels`). ``covariates`` holds the user's numeric columns
-    (``covariate_cols``) by name.
+    (``covariate_cols``) by name. ``skipped`` says which shared inputs the
+    user chose to skip (``"features"``, ``"paraphrases"``) and why, for the
+    sections that need them. A space whose ``transformer`` is None holds the
+    user's own vectors (``embeddings``): it cannot embed new texts.
     """
 
     prompt: str
@@ -123,6 +126,7 @@ class Study:
     representations: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
     _weights: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
     @property

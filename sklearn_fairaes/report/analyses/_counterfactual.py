@@ -146,6 +146,12 @@ class _Counterfactual:
             return SCORES_ONLY
         if not study.spaces:
             return no_spaces_reason()
+        if all(space.transformer is None for space in study.spaces.values()):
+            return (
+                "every representation is your own vectors (embeddings), which the "
+                "edited essays do not have; add a built-in representation to measure "
+                "how far each edit moves an essay"
+            )
         return None
 
     def run(self, study: Study) -> AnalysisOutput:
@@ -202,8 +208,16 @@ class _Counterfactual:
         collected: dict[str, list[str]] = {}
         summaries: list[DataFrame] = []
         examples: list[dict[str, Any]] = []
-        refit_failed: list[str] = []
+        refit_failed: list[str] = []  # and the representations left out
         for rname, space in study.spaces.items():
+            if space.transformer is None:
+                # the user's vectors: an edited essay has none, so its distance
+                # from the original (the edit's size) is unknown
+                refit_failed.append(
+                    f"Counterfactual edits: {rname} is your own vectors (embeddings), "
+                    f"which the edited essays do not have, so it is left out."
+                )
+                continue
             pipes: dict[str, Any] = {}
             mine = [n for n in trained if rname in able[n].scores]
             if mine:

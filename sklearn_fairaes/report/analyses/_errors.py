@@ -356,9 +356,11 @@ class _Errors:
         if not study.systems:
             return "no system to compare with the human scores"
         if not _variables(study):
+            skipped = study.skipped.get("features")
             return (
                 "no interpretable features and no covariate to relate the errors to; "
-                "name numeric columns with covariate_cols (--covariate-cols)"
+                + ("" if skipped is None else f"the features were {skipped}; ")
+                + "name numeric columns with covariate_cols (--covariate-cols)"
             )
         return None
 

@@ -169,10 +169,15 @@ class ExtremesAnalysis(PairAnalysis):
         F_norm = None if F is None else minmax_columns(F)
         out = AnalysisOutput()
         if F is None:
+            skipped = study.skipped.get("features")
             out.notes.append(
-                "Extreme pairs: the study has no interpretable features, so the "
-                "features of the extreme pairs and the feature-difference profile are "
-                "left out."
+                (
+                    "Extreme pairs: the study has no interpretable features"
+                    if skipped is None
+                    else f"Extreme pairs: the interpretable features were {skipped}"
+                )
+                + ", so the features of the extreme pairs and the feature-difference "
+                "profile are left out."
             )
         rows_ext: list[tuple[Any, ...]] = []
         rows_feat: list[tuple[Any, ...]] = []

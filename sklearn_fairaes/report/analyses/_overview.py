@@ -118,6 +118,18 @@ def view(
             listing([representation_label(r) for r in reps]),
         ),
         (
+            "Your own embeddings",
+            Cell(
+                "; ".join(
+                    f"{name}: {info.get('dims')} dimensions from {info.get('source')}, "
+                    f"cosine distance"
+                    for name, info in meta["embeddings"].items()
+                )
+            )
+            if meta.get("embeddings")
+            else Cell("none given"),
+        ),
+        (
             setting_label("letters"),
             Cell(_LETTERS_LABELS.get(str(meta["letters"]), str(meta["letters"])))
             if meta.get("letters") and {"bow", "tfidf"} & set(reps)
@@ -160,7 +172,20 @@ def view(
                 else f"{float(meta['score_step']):g} (one score point per step)"
             ),
         ),
-        ("Paraphrases", Cell(str(meta.get("paraphrase_source") or "none"))),
+        (
+            "Paraphrases",
+            Cell(
+                str(
+                    meta.get("paraphrase_source")
+                    or (meta.get("skipped") or {}).get("paraphrases")
+                    or "none"
+                )
+            ),
+        ),
+        (
+            setting_label("features"),
+            Cell(str((meta.get("skipped") or {}).get("features") or "computed")),
+        ),
         (setting_label("sbert_model"), Cell(str(meta.get("sbert_model") or "not used"))),
     ]
     if meta.get("sections") is not None:

@@ -74,6 +74,8 @@ class ParaphraseAnalysis:
         reason : str or None
             A sentence for the report, or None when the analysis can run.
         """
+        if study.paraphrases is None and "paraphrases" in study.skipped:
+            return f"the paraphrases were {study.skipped['paraphrases']}"
         if study.paraphrases is None:
             return (
                 "no paraphrases: none were given (paraphrases=<column>, --paraphrase-col "
@@ -83,6 +85,11 @@ class ParaphraseAnalysis:
             )
         if not study.spaces:
             return no_spaces_reason()
+        if all(space.transformer is None for space in study.spaces.values()):
+            return (
+                "every representation is your own vectors (embeddings), which the "
+                "paraphrases do not have; add a built-in representation to rank them"
+            )
         return None
 
     def run(self, study: Study) -> AnalysisOutput:
@@ -113,7 +120,14 @@ class ParaphraseAnalysis:
             )
         settings = study.settings
         rows: list[tuple[Any, ...]] = []
+        notes: list[str] = []
         for rname, space in study.spaces.items():
+            if space.transformer is None:
+                notes.append(
+                    f"Paraphrase robustness: {rname} is your own vectors (embeddings), "
+                    f"which the paraphrases do not have, so it is left out."
+                )
+                continue
             Xp = space.transformer.transform(study.paraphrases)
             Xp = Xp.to_numpy() if hasattr(Xp, "to_numpy") else Xp
             with warnings.catch_warnings():
@@ -144,7 +158,8 @@ class ParaphraseAnalysis:
                 )
             )
         return AnalysisOutput(
-            tables={"paraphrase": pd.DataFrame(rows, columns=PARAPHRASE_COLUMNS)}
+            tables={"paraphrase": pd.DataFrame(rows, columns=PARAPHRASE_COLUMNS)},
+            notes=notes,
         )
 
 
