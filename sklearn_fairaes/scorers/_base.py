@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval
 
+from .._param_validation import Interval, check_params
 from ._cache import ResponseCache, entry_key
 
 __all__ = ["ScorerError", "CallScorer", "RetryableError", "BadAnswerError"]
@@ -83,11 +83,11 @@ class CallScorer(RegressorMixin, BaseEstimator):
     """Base of the scorers you call (texts -> one score each); see the module docstring."""
 
     _parameter_constraints: dict[str, list[Any]] = {
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "concurrency": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_retries": [Interval(numbers.Integral, 0, None, closed="left")],
-        "backoff": [Interval(numbers.Real, 0, None, closed="left")],
-        "max_calls": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "concurrency": [Interval(numbers.Integral, 1, None)],
+        "max_retries": [Interval(numbers.Integral, 0, None)],
+        "backoff": [Interval(numbers.Real, 0, None)],
+        "max_calls": [Interval(numbers.Integral, 0, None), None],
         "cache": [str, os.PathLike, None],
     }
 
@@ -176,7 +176,7 @@ class CallScorer(RegressorMixin, BaseEstimator):
     # -- the work ----------------------------------------------------------------
 
     def _validate(self) -> None:
-        self._validate_params()
+        check_params(self, self._parameter_constraints)
         self._check_params()
 
     def _keys(self, texts: list[str], repeat: int) -> list[str]:

@@ -16,8 +16,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from sklearn.utils._param_validation import Interval
-
+from .._param_validation import Interval
 from ._base import BadAnswerError, CallScorer, RetryableError, ScorerError
 
 __all__ = ["HTTPScorer"]
@@ -105,7 +104,8 @@ class HTTPScorer(CallScorer):
         **CallScorer._parameter_constraints,
         "url": [str],
         "token_env": [str, None],
-        "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
+        # above 0: checked in _check_params (the interval includes its bounds)
+        "timeout": [Interval(numbers.Real, 0, None)],
     }
 
     def __init__(
@@ -135,6 +135,10 @@ class HTTPScorer(CallScorer):
         return self.url
 
     def _check_params(self) -> None:
+        if self.timeout == 0:
+            raise ValueError(
+                "HTTPScorer's timeout must be above 0 seconds, got 0; pass e.g. timeout=30"
+            )
         parts = urllib.parse.urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(
