@@ -497,3 +497,17 @@ def test_bad_scorers_are_refused_before_any_work(server, essays, tmp_path, capsy
     assert main(_cli(data, tmp_path, "--dry-run")) == 2
     assert "--dry-run counts the calls of --scorer" in capsys.readouterr().err
     assert server.n_requests == 0 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"timeout": 0}, "timeout must be above 0"),
+        ({"timeout": -1}, "'timeout' parameter of HTTPScorer must be a float in the range"),
+        ({"concurrency": 0}, "'concurrency' parameter of HTTPScorer must be an int"),
+        ({"batch_size": True}, "'batch_size' parameter of HTTPScorer must be an int"),
+    ],
+)
+def test_bad_parameters_are_refused_at_fit(params, message):
+    with pytest.raises(ValueError, match=message):
+        sf.HTTPScorer("http://127.0.0.1:9", **params).fit()
