@@ -301,15 +301,9 @@ class ComparisonResult:
     def _write_files(self, folder: Path) -> list[str]:
         import json
 
-        from ._output import neutralise_formulas
+        from ._output import write_tables
 
-        written = []
-        (folder / "tables").mkdir()
-        for name, frame in self.tables.items():
-            neutralise_formulas(frame).to_csv(
-                folder / "tables" / f"{name}.csv", index=False, lineterminator="\r\n"
-            )
-            written.append(f"tables/{name}.csv")
+        written = write_tables(folder, self.tables)
         with open(folder / "comparison.json", "w", encoding="utf-8") as fh:
             json.dump(self.to_json_dict(), fh, indent=1, allow_nan=False)
         written.append("comparison.json")

@@ -59,7 +59,7 @@ import shutil
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,6 +117,24 @@ def neutralise_formulas(frame: DataFrame) -> DataFrame:
             out[col] = out[col].map(fix)
     out.columns = [fix(c) for c in out.columns]
     return out
+
+
+def write_tables(folder: Path, tables: Mapping[str, DataFrame]) -> list[str]:
+    """Write each table to ``folder/tables/NAME.csv``; return the names written.
+
+    Formula cells are neutralised (:func:`neutralise_formulas`): a spreadsheet
+    would run "=cmd|..." in an essay or id as a formula. CRLF rows (RFC 4180)
+    make the writer quote a cell holding a lone CR, which a "\\n" terminator
+    leaves bare, splitting the row in two.
+    """
+    written = []
+    (folder / "tables").mkdir()
+    for name, frame in tables.items():
+        path = folder / "tables" / f"{name}.csv"
+        neutralise_formulas(frame).to_csv(path, index=False, lineterminator="\r\n")
+        written.append(f"tables/{name}.csv")
+        pause("between-files")
+    return written
 
 
 def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:

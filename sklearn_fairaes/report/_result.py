@@ -388,18 +388,9 @@ class AuditResult:
 
     def _write_files(self, folder: Path) -> list[str]:
         """Write the report's files into the new folder ``folder``; return their names."""
-        from ._output import neutralise_formulas, pause
+        from ._output import pause, write_tables
 
-        written = []
-        (folder / "tables").mkdir()
-        for name, frame in self.tables.items():
-            # a spreadsheet would run "=cmd|..." in an essay or id as a formula;
-            # CRLF rows (RFC 4180) make the writer quote a cell holding a lone CR,
-            # which a "\n" terminator leaves bare, splitting the row in two
-            path = folder / "tables" / f"{name}.csv"
-            neutralise_formulas(frame).to_csv(path, index=False, lineterminator="\r\n")
-            written.append(f"tables/{name}.csv")
-            pause("between-files")
+        written = write_tables(folder, self.tables)
         self.to_json(folder / "results.json")
         written.append("results.json")
         pause("between-files")
