@@ -93,9 +93,13 @@ class RetryableError(Exception):
 class BadAnswerError(Exception):
     """An answer without one finite number per text: retried, then a ScorerError."""
 
-    def __init__(self, message: str, offset: int | None = None) -> None:
+    def __init__(
+        self, message: str, offset: int | None = None, offsets: dict[int, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.offset = offset  # within the batch
+        # every text of the batch at fault (offset -> why), when more than one is
+        self.offsets = offsets or ({} if offset is None else {offset: message})
 
 
 #: Longest wait for one retry, whatever Retry-After asks (a server asking for
@@ -392,8 +396,8 @@ class CallScorer(RegressorMixin, BaseEstimator):
         return ScorerError(
             f"scorer {spec!r} answered unusably for {len(order)} text(s) after "
             f"{self.max_retries + 1} attempt(s) each: {listed}{more}.{stopped} "
-            f"{self._answer_rule()}; the good answers are kept in the cache, so a "
-            f"re-run asks only for the rest",
+            f"{self._answer_rule()}; the answers of every call without a refused "
+            f"text are kept in the cache, so a re-run asks only for the rest",
             spec,
             position=order[0],
             refused=refused,
@@ -432,7 +436,11 @@ class CallScorer(RegressorMixin, BaseEstimator):
                 f"{self._answer_rule()}",
                 spec,
                 position=positions[0] if at is None else at,
-                refused={i: str(last) for i in (positions if at is None else [at])},
+                refused=(
+                    {i: str(last) for i in positions}
+                    if at is None
+                    else {positions[j]: why for j, why in last.offsets.items()}
+                ),
             )
         raise ScorerError(
             f"scorer {spec!r} could not be reached after {tries}: {last}; check that it "
@@ -443,13 +451,17 @@ class CallScorer(RegressorMixin, BaseEstimator):
     def _on_scale(self, values: list[float]) -> list[float]:
         """``values``, or a BadAnswerError for the first off the declared scale."""
         scale = self._scale()
-        if scale is not None:
-            for j, value in enumerate(values):
-                if not scale[0] <= value <= scale[1]:
-                    raise BadAnswerError(
-                        f"score {value:g} is off the scale [{scale[0]:g}, {scale[1]:g}]",
-                        offset=j,
-                    )
+        if scale is None:
+            return values
+        off = {
+            j: f"score {value:g} is off the scale [{scale[0]:g}, {scale[1]:g}]"
+            for j, value in enumerate(values)
+            if not scale[0] <= value <= scale[1]
+        }
+        if off:
+            first = min(off)
+            more = f" (and {len(off) - 1} more in the call)" if len(off) > 1 else ""
+            raise BadAnswerError(off[first] + more, offset=first, offsets=off)
         return values
 
 
