@@ -426,20 +426,23 @@ def test_cli_off_scale_exits_2_naming_the_essay_and_resumes(
 ):
     data, rubric = _write(essays, tmp_path)
     texts = list(essays["essay"])
-    server.fail_on = {texts[7]: "offscale", texts[20]: "noscore"}
+    server.fail_on = {texts[7]: "offscale", texts[20]: "noscore", texts[30]: "garbage"}
     code = main(_cli(data, tmp_path, server, rubric, "--scorer-seed", "5"))
     err = capsys.readouterr().err
     assert code == 2, err
     assert f"--scorer llm=openai:grader-7b@{server.base_url}" in err
-    assert "for 2 of the 40 essays" in err
+    assert "for 3 of the 40 essays" in err
     assert "data row 8: score 27 is off the scale [0, 24]" in err
-    assert "data row 21: no score in the reply" in err
+    assert "data row 21: no score in the reply: 'I am unable to grade" in err
+    assert "data row 31: the answer is not JSON" in err
     assert not (tmp_path / "out").exists()
-    # the 38 good answers are kept: the re-run asks for the two only
+    # the 37 good answers are kept: the re-run asks for the three only
     server.fail_on = {}
     before = server.n_requests
     assert main(_cli(data, tmp_path, server, rubric, "--scorer-seed", "5")) == 0
-    assert sorted(server.essays_asked()[before:]) == sorted([texts[7], texts[20]])
+    assert sorted(server.essays_asked()[before:]) == sorted(
+        [texts[7], texts[20], texts[30]]
+    )
 
 
 @pytest.mark.network
@@ -464,6 +467,19 @@ def test_cli_bad_grader_options_exit_2_before_any_call(server, essays, tmp_path,
     assert main([*args, "--scorer-temperature", "5"]) == 2
     assert "'temperature' parameter of OpenAIScorer" in capsys.readouterr().err
     assert server.n_requests == 0 and not (tmp_path / "out").exists()
+    # the report folder is replaced on writing: a rubric in it would be lost
+    (tmp_path / "report").mkdir()
+    kept = tmp_path / "report" / "rubric.txt"
+    kept.write_text(RUBRIC, encoding="utf-8")
+    inside = [a if a != str(rubric) else str(kept) for a in args]
+    inside[inside.index(str(tmp_path / "out"))] = str(tmp_path / "report")
+    assert main(inside) == 2
+    assert "rubric.txt" in capsys.readouterr().err and kept.read_text() == RUBRIC
+    from sklearn_fairaes.report import AuditInputError
+
+    with pytest.raises(AuditInputError, match=r"\['llm'\]: .*needs a prompt template"):
+        sf.audit(essays, scorers={"llm": f"openai:m@{server.base_url}"}, **AUDIT)
+    assert server.n_requests == 0
 
 
 # -- the off-scale rule, for every scorer you call ------------------------------------------
