@@ -47,7 +47,13 @@ from .model_selection import FairGridSearchCV, FairRandomizedSearchCV, fair_refi
 from .paraphrase import WordNetParaphraser
 from .perturb import PERTURBATION_NAMES, perturbation_audit
 from .report import AuditResult, ComparisonResult, Verdict, audit, check, compare
-from .scorers import FunctionScorer, HTTPScorer, ScorerError, make_scorer_from_spec
+from .scorers import (
+    FunctionScorer,
+    HTTPScorer,
+    OpenAIScorer,
+    ScorerError,
+    make_scorer_from_spec,
+)
 from .short_answers import ReferenceSimilarityGrader, reference_coverage_curve
 from .text import (
     BowVectorizer,
@@ -121,6 +127,7 @@ __all__ = [
     # scorers you call
     "FunctionScorer",
     "HTTPScorer",
+    "OpenAIScorer",
     "ScorerError",
     "make_scorer_from_spec",
     # model selection

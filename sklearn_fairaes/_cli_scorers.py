@@ -1,5 +1,9 @@
 """The ``--scorer`` flags of ``fairaes audit``: scorers you call, and the dry run.
 
+An ``openai:MODEL@BASE_URL`` scorer takes its rubric from ``--scorer-prompt
+FILE`` (and ``--scorer-temperature``, ``--scorer-seed``): one template for
+every such scorer, read and checked here, before any work.
+
 Apart from ``cli`` to keep that module within the size rule; ``cli``
 re-exports :func:`build_scorers`.
 """
@@ -11,7 +15,13 @@ from typing import Any
 
 from ._table_input import BadInput, read_table
 
-__all__ = ["add_scorer_arguments", "build_scorers", "dry_run", "positive_int"]
+__all__ = [
+    "add_scorer_arguments",
+    "build_scorers",
+    "dry_run",
+    "positive_int",
+    "read_scorer_prompt",
+]
 
 #: The command's exit status of a dry run (as ``cli.EXIT_OK``).
 EXIT_OK = 0
@@ -28,16 +38,58 @@ def positive_int(value: str) -> int:
     return n
 
 
-def build_scorers(args: argparse.Namespace) -> dict[str, Any]:
+def read_scorer_prompt(path: str) -> str:
+    """The rubric template of ``--scorer-prompt``; refused unless it holds ``{essay}``.
+
+    Parameters
+    ----------
+    path : str
+        The template file (UTF-8).
+
+    Returns
+    -------
+    template : str
+        The file's text, as written.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes._cli_scorers import read_scorer_prompt
+    >>> read_scorer_prompt("no/such/rubric.txt")
+    Traceback (most recent call last):
+    ...
+    sklearn_fairaes._table_input.BadInput: --scorer-prompt no/such/rubric.txt: no such file
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            template = fh.read()
+    except FileNotFoundError:
+        raise BadInput(f"--scorer-prompt {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(
+            f"--scorer-prompt {path}: cannot read the template ({exc})"
+        ) from None
+    if "{essay}" not in template:
+        raise BadInput(
+            f"--scorer-prompt {path}: the template holds no {{essay}} placeholder, so the "
+            f"grader would never see the essay; put {{essay}} where the essay goes"
+        )
+    return template
+
+
+def build_scorers(args: argparse.Namespace, score_range: Any = None) -> dict[str, Any]:
     """The scorers of ``--scorer NAME=SPEC`` entries, with the command's call options.
 
     Their answers are kept in ``scorer_responses.sqlite`` of the cache folder
-    (``--cache``, else the per-user one; none with ``--no-cache``).
+    (``--cache``, else the per-user one; none with ``--no-cache``). They take
+    the one scale ``score_range`` declares (``--score-range``) as theirs: a
+    score off it is a bad answer.
 
     Parameters
     ----------
     args : argparse.Namespace
         The parsed ``fairaes audit`` flags.
+    score_range : tuple, dict or None, default=None
+        The parsed ``--score-range``.
 
     Returns
     -------
@@ -50,21 +102,26 @@ def build_scorers(args: argparse.Namespace) -> dict[str, Any]:
     >>> from sklearn_fairaes.cli import build_scorers
     >>> args = argparse.Namespace(
     ...     scorer=["engine=https://scoring.example.org/score"], scorer_concurrency=8,
-    ...     scorer_token_env="ENGINE_TOKEN", max_calls=None, no_cache=True, cache=None)
+    ...     scorer_token_env="ENGINE_TOKEN", max_calls=None, no_cache=True, cache=None,
+    ...     scorer_prompt=None, scorer_temperature=None, scorer_seed=None)
     >>> build_scorers(args)["engine"]
     HTTPScorer(concurrency=8, token_env='ENGINE_TOKEN',
                url='https://scoring.example.org/score')
     """
     from .report._config import _cache_from_cli
-    from .report._scorers import scorer_cache_path
+    from .report._scorers import declared_scale, scorer_cache_path
     from .scorers import make_scorer_from_spec
     from .text._cache import open_cache
 
     entries = getattr(args, "scorer", None) or []
+    grader = _grader_options(args, entries)
     if not entries:
         return {}
     folder = open_cache(_cache_from_cli(args)).path
-    params: dict[str, Any] = {"cache": scorer_cache_path(folder)}
+    params: dict[str, Any] = {
+        "cache": scorer_cache_path(folder),
+        "score_range": declared_scale(score_range),
+    }
     if args.scorer_concurrency is not None:
         params["concurrency"] = args.scorer_concurrency
     if args.max_calls is not None:
@@ -75,14 +132,16 @@ def build_scorers(args: argparse.Namespace) -> dict[str, Any]:
         if not sep or not name or not spec:
             raise BadInput(
                 f"--scorer takes NAME=SPEC (the system's name, then "
-                f"python:pkg.mod:fn or a URL), got {entry!r}"
+                f"python:pkg.mod:fn, a URL or openai:MODEL@BASE_URL), got {entry!r}"
             )
         if name in out:
             raise BadInput(
                 f"--scorer names the system {name!r} twice; give each its own name"
             )
-        extra = {}
-        if args.scorer_token_env is not None and spec.startswith(("http://", "https://")):
+        extra = dict(grader) if spec.startswith("openai:") else {}
+        if args.scorer_token_env is not None and spec.startswith(
+            ("http://", "https://", "openai:")
+        ):
             extra["token_env"] = args.scorer_token_env
         try:
             scorer = make_scorer_from_spec(spec, **params, **extra)
@@ -91,6 +150,33 @@ def build_scorers(args: argparse.Namespace) -> dict[str, Any]:
             raise BadInput(f"--scorer {name}={spec}: {exc}") from None
         out[name] = scorer
     return out
+
+
+def _grader_options(args: argparse.Namespace, entries: list[str]) -> dict[str, Any]:
+    """The OpenAIScorer parameters of ``--scorer-prompt``, ``-temperature``, ``-seed``."""
+    given = {
+        flag: value
+        for flag, value in (
+            ("--scorer-prompt", getattr(args, "scorer_prompt", None)),
+            ("--scorer-temperature", getattr(args, "scorer_temperature", None)),
+            ("--scorer-seed", getattr(args, "scorer_seed", None)),
+        )
+        if value is not None
+    }
+    graders = [e for e in entries if e.partition("=")[2].strip().startswith("openai:")]
+    if given and not graders:
+        raise BadInput(
+            f"{', '.join(given)} set(s) the grader of an openai:MODEL@BASE_URL scorer, "
+            f"and no --scorer names one; add --scorer NAME=openai:MODEL@BASE_URL"
+        )
+    options: dict[str, Any] = {}
+    if "--scorer-prompt" in given:
+        options["prompt"] = read_scorer_prompt(given["--scorer-prompt"])
+    if "--scorer-temperature" in given:
+        options["temperature"] = given["--scorer-temperature"]
+    if "--scorer-seed" in given:
+        options["seed"] = given["--scorer-seed"]
+    return options
 
 
 def dry_run(args: argparse.Namespace) -> int:
@@ -107,25 +193,55 @@ def dry_run(args: argparse.Namespace) -> int:
     essays = [t for t in frame[args.text_col].tolist() if isinstance(t, str)]
     for name, scorer in scorers.items():
         n = scorer.n_calls_needed(essays)
+        per = (
+            "one essay per call"
+            if scorer.batch_size == 1
+            else f"batches of {scorer.batch_size}"
+        )
         print(
             f"scorer {name} ({scorer._spec()}): {n} call(s) for the {len(essays)} essays "
-            f"(batches of {scorer.batch_size}, cached answers not counted); the edited "
-            f"essays of --perturbations add calls"
+            f"({per}, cached answers not counted); the edited essays of "
+            f"--perturbations add calls"
         )
     return EXIT_OK
 
 
 def add_scorer_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--scorer``, ``--scorer-concurrency``, ``--scorer-token-env``, ``--max-calls``, ``--dry-run``."""
+    """Add ``--scorer`` and the options of the scorers you call (``--dry-run`` too)."""
     parser.add_argument(
         "--scorer",
         action="append",
         default=None,
         metavar="NAME=SPEC",
         help="a scorer you call, audited like --model-file: SPEC is "
-        "python:package.module:function (texts -> scores) or an http:// or https:// "
-        'URL answering POST {"texts": [...]} with {"scores": [...]}. Answers are '
-        "cached in the --cache folder, so a re-run sends nothing. Repeatable",
+        "python:package.module:function (texts -> scores), an http:// or https:// "
+        'URL answering POST {"texts": [...]} with {"scores": [...]}, or '
+        "openai:MODEL@BASE_URL (an OpenAI-compatible chat-completions grader; give "
+        "--scorer-prompt). Answers are cached in the --cache folder, so a re-run "
+        "sends nothing. Repeatable",
+    )
+    parser.add_argument(
+        "--scorer-prompt",
+        default=None,
+        metavar="FILE",
+        help="the rubric template of the openai: scorers (UTF-8 text holding {essay}, "
+        "which the essay replaces); the reply's score is read by the rule of "
+        "OpenAIScorer (the last 'Score: <number>', else the only number)",
+    )
+    parser.add_argument(
+        "--scorer-temperature",
+        type=float,
+        default=None,
+        metavar="T",
+        help="the openai: scorers' sampling temperature (default 0)",
+    )
+    parser.add_argument(
+        "--scorer-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the openai: scorers' sampling seed, sent with each request (default: "
+        "none sent)",
     )
     parser.add_argument(
         "--scorer-concurrency",

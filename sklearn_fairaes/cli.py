@@ -628,7 +628,7 @@ def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, A
         _check_prompt_ids(frame, args.prompt_col, prompts, "--prompts", args.prompts)
     # last: loading a model file runs its code, so every cheaper check comes first
     models = _model_options(args, systems)
-    scorers = build_scorers(args)
+    scorers = build_scorers(args, score_range)
     if scorers:
         models["scorers"] = scorers
     return {
@@ -648,7 +648,7 @@ def _audit_options(args: argparse.Namespace, frame: pd.DataFrame) -> dict[str, A
 
 def _inputs(args: argparse.Namespace) -> list[str | None]:
     """Every file the audit reads: ``--out`` may not be, or hold, one of them."""
-    files = [args.data, args.prompt_file, args.prompts]
+    files = [args.data, args.prompt_file, args.prompts, args.scorer_prompt]
     if args.score_range is not None and Path(args.score_range).is_file():
         files.append(args.score_range)
     for entry in (args.model_file or []) + (args.embeddings or []):

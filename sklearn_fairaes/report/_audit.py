@@ -53,7 +53,7 @@ from ._embeddings import GivenEmbeddings
 from ._load import REPORT_FORMAT
 from ._output import pause
 from ._result import AuditResult
-from ._scorers import merge_scorers, scorer_cache_path
+from ._scorers import declared_scale, merge_scorers, scorer_cache_path
 from ._study import Study
 
 if TYPE_CHECKING:
@@ -273,7 +273,9 @@ def audit(
         (:class:`~sklearn_fairaes.scorers.HTTPScorer`, any estimator with
         ``predict``). A spec's answers are kept in
         ``scorer_responses.sqlite`` of the ``cache`` folder, so a re-run
-        sends no call. Each scorer first scores the first 3 essays: one
+        sends no call, and the declared ``score_range`` (one scale for every
+        prompt) as theirs: a score off it is retried, then refused. Each
+        scorer first scores the first 3 essays: one
         that cannot be reached or answers unusably is refused then, naming
         it. Without ``models``, no baseline is trained.
     cv : int, default=5
@@ -563,7 +565,11 @@ def audit(
     # scorers you call are fitted models; those given as specs keep their
     # answers beside the embeddings, so that a re-run sends nothing
     settings.models, refit = merge_scorers(
-        settings.models, refit, scorers, scorer_cache_path(embedding_cache.path)
+        settings.models,
+        refit,
+        scorers,
+        scorer_cache_path(embedding_cache.path),
+        declared_scale(score_range),
     )
     hits, misses = embedding_cache.hits, embedding_cache.misses
     _check_sections(settings.sections)

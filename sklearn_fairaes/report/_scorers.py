@@ -9,6 +9,8 @@ building knows scorers only as fitted models with a probe.
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -16,7 +18,13 @@ from typing import Any
 from ._config import AuditInputError
 from ._inputs import short
 
-__all__ = ["CACHE_FILE", "merge_scorers", "probe_scorers", "scorer_cache_path"]
+__all__ = [
+    "CACHE_FILE",
+    "declared_scale",
+    "merge_scorers",
+    "probe_scorers",
+    "scorer_cache_path",
+]
 
 #: The answers' file in the audit's cache folder (beside the embeddings).
 CACHE_FILE = "scorer_responses.sqlite"
@@ -28,6 +36,31 @@ PROBED = 3
 def scorer_cache_path(folder: str | os.PathLike[str] | None) -> str | None:
     """The answers' file of the scorers made from specs, in the cache ``folder``."""
     return None if folder is None else os.path.join(os.fspath(folder), CACHE_FILE)
+
+
+def declared_scale(score_range: Any) -> tuple[float, float] | None:
+    """The one scale ``score_range`` declares for every prompt, else None.
+
+    A pair ``(low, high)``, or a dict whose prompts all share one pair: the
+    scale a scorer made from a spec checks its answers against. Per-prompt
+    scales that differ give None (a scorer sees the essays of every
+    prompt, so no one scale is theirs), and so does anything malformed,
+    which the audit refuses with its own message.
+    """
+    if isinstance(score_range, Mapping):
+        pairs = {_pair(v) for v in score_range.values()}
+        return pairs.pop() if len(pairs) == 1 else None
+    return _pair(score_range)
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        return None
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value):
+        return None
+    low, high = float(value[0]), float(value[1])
+    ok = math.isfinite(low) and math.isfinite(high) and low < high
+    return (low, high) if ok else None
 
 
 def build_scorer(name: str, value: Any, cache: str | None, **params: Any) -> Any:
@@ -44,7 +77,8 @@ def build_scorer(name: str, value: Any, cache: str | None, **params: Any) -> Any
     if not hasattr(value, "predict"):
         raise AuditInputError(
             f"scorers[{name!r}] is {short(value)}; give a spec ('python:pkg.mod:fn', "
-            f"'http://...', 'https://...') or a scorer with predict (texts -> scores)"
+            f"'http://...', 'https://...') or a scorer with predict (texts -> scores), "
+            f"e.g. OpenAIScorer(model, base_url, prompt)"
         )
     return value
 
@@ -54,8 +88,12 @@ def merge_scorers(
     refit: bool | Collection[str],
     scorers: Mapping[str, Any] | None,
     cache: str | None,
+    scale: tuple[float, float] | None = None,
 ) -> tuple[Any, bool | Collection[str]]:
     """``models`` and ``refit`` with the scorers added as fitted models.
+
+    A scorer made from a spec gets ``cache`` and ``scale`` (see
+    :func:`declared_scale`); a scorer object is used as it is.
 
     Without ``models``, the scorers are the models (no baseline is trained
     by default, as with ``systems``); baselines named in ``models`` are still
@@ -74,7 +112,7 @@ def merge_scorers(
             raise AuditInputError(
                 f"scorers has the name {name!r}; name each scorer with a non-empty string"
             )
-        built[name] = build_scorer(name, value, cache)
+        built[name] = build_scorer(name, value, cache, score_range=scale)
     if models is None or (refit is True and not isinstance(models, Mapping) and not models):
         if refit not in (True, False):
             raise AuditInputError(

@@ -18,6 +18,9 @@ from ._inputs import short, value_text
 
 __all__ = ["ModelScoringError", "predict_scores"]
 
+#: Refused essays a message lists.
+LISTED = 10
+
 
 class ModelScoringError(AuditInputError):
     """A user's fitted model failed, or predicted unusable scores.
@@ -60,6 +63,10 @@ def predict_scores(
             warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
             raw = est.predict(list(texts))
     except ScorerError as exc:
+        if exc.refused:
+            raise ModelScoringError(
+                _refused(name, exc.refused, what, n, where), name
+            ) from None
         # a scorer you call (sklearn_fairaes.scorers): its message names the
         # scorer and the cause in full, the audit adds the essay
         at = "" if exc.position is None else f" (at {where(exc.position)})"
@@ -113,3 +120,18 @@ def predict_scores(
             name,
         )
     return values
+
+
+def _refused(
+    name: str, refused: dict[int, str], what: str, n: int, where: Callable[[int], str]
+) -> str:
+    """The essays a scorer you call answered unusably, each with its answer."""
+    order = sorted(refused)
+    listed = "; ".join(f"{where(i)}: {refused[i]}" for i in order[:LISTED])
+    more = f"; and {len(order) - LISTED} more" if len(order) > LISTED else ""
+    return (
+        f"scorer {name!r} answered unusably, after its retries, for {len(order)} of "
+        f"the {n} {what}: {listed}{more}. The answers of every call without a refused "
+        f"essay are kept in the cache, so a re-run asks only for the rest; fix the "
+        f"scorer (its prompt, its scale) or the score range"
+    )

@@ -1,9 +1,19 @@
 """What every scorer you call shares: the cache, batches, threads, retries, budget.
 
 A subclass says how to send one batch of texts (``_call``) and how it is
-named in the cache and in messages (``_spec``, never holding credentials);
-everything else is here, so that another client (an OpenAI-compatible
-grader, say) is one method more. The repeat index of the cache key is there
+named in messages (``_spec``) and in the cache (``_cache_spec``: the spec,
+plus whatever else changes the answers, such as a grader's prompt; never
+credentials); everything else is here, so that another client is one
+method more.
+
+**Bad answers.** An answer that holds no finite number per text, or (when
+the scorer declares ``score_range``) a score off that scale, is retried like
+a failed call; a text still answered badly after the retries is *refused*.
+The other texts go on being scored (their answers cached), up to
+``MAX_REFUSED`` refused texts, after which no new call starts; then one
+:class:`ScorerError` counts and lists every refused text (position and
+reason, in ``refused``). A refused text is never given a score: no NaN, no
+clipped value. The repeat index of the cache key is there
 for scoring each essay several times (test-retest consistency): ``predict``
 is repeat 0.
 """
@@ -43,19 +53,33 @@ class ScorerError(ValueError):
     position : int or None, default=None
         The 0-based position, in the texts given to ``predict``, of the first
         text at fault; None when no one text is (an unreachable server).
+    refused : dict of int to str, default=None
+        Every text refused after its retries: position -> why (``"score 9
+        is off the scale [0, 6]"``); empty when the scorer failed as a whole.
 
     Examples
     --------
     >>> from sklearn_fairaes.scorers import ScorerError
     >>> err = ScorerError("answered 'n/a'", "http://127.0.0.1:8000/score", position=2)
-    >>> err.scorer, err.position
-    ('http://127.0.0.1:8000/score', 2)
+    >>> err.scorer, err.position, err.refused
+    ('http://127.0.0.1:8000/score', 2, {})
     """
 
-    def __init__(self, message: str, scorer: str, position: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        scorer: str,
+        position: int | None = None,
+        refused: dict[int, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.scorer = scorer
         self.position = position
+        self.refused = dict(refused or {})
+
+    def __reduce__(self) -> Any:
+        # the keyword arguments survive pickling (a joblib worker's error)
+        return (type(self), (str(self), self.scorer, self.position, self.refused))
 
 
 class RetryableError(Exception):
@@ -69,14 +93,25 @@ class RetryableError(Exception):
 class BadAnswerError(Exception):
     """An answer without one finite number per text: retried, then a ScorerError."""
 
-    def __init__(self, message: str, offset: int | None = None) -> None:
+    def __init__(
+        self, message: str, offset: int | None = None, offsets: dict[int, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.offset = offset  # within the batch
+        # every text of the batch at fault (offset -> why), when more than one is
+        self.offsets = offsets or ({} if offset is None else {offset: message})
 
 
 #: Longest wait for one retry, whatever Retry-After asks (a server asking for
 #: an hour is better refused with its message than waited for in silence).
 MAX_WAIT_S = 60.0
+
+#: Refused texts after which no new call starts: a grader that answers every
+#: essay unusably is stopped before it is paid for every essay.
+MAX_REFUSED = 10
+
+#: Refused texts a ScorerError's message lists (``refused`` holds them all).
+LISTED = 10
 
 
 class CallScorer(RegressorMixin, BaseEstimator):
@@ -89,12 +124,21 @@ class CallScorer(RegressorMixin, BaseEstimator):
         "backoff": [Interval(numbers.Real, 0, None)],
         "max_calls": [Interval(numbers.Integral, 0, None), None],
         "cache": [str, os.PathLike, None],
+        "score_range": [tuple, list, None],
     }
+
+    #: The declared scale of the scores, (low, high), both ends included;
+    #: a subclass takes it as a parameter (None: no scale is checked).
+    score_range: Any = None
 
     # -- what a subclass gives -------------------------------------------------
 
     def _spec(self) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _cache_spec(self) -> str:
+        """The scorer's name in the cache: its spec, plus what else changes answers."""
+        return self._spec()
 
     def _call(self, texts: list[str]) -> Any:  # pragma: no cover - abstract
         """One request: the raw list of scores, or RetryableError / BadAnswerError."""
@@ -177,11 +221,45 @@ class CallScorer(RegressorMixin, BaseEstimator):
 
     def _validate(self) -> None:
         check_params(self, self._parameter_constraints)
+        self._scale()
         self._check_params()
 
+    def _scale(self) -> tuple[float, float] | None:
+        """``score_range`` as (low, high) floats, or None; a ValueError if malformed."""
+        scale = self.score_range
+        if scale is None:
+            return None
+        name = type(self).__name__
+        if len(scale) != 2 or not all(
+            isinstance(v, (numbers.Real, np.number)) and not isinstance(v, bool)
+            for v in scale
+        ):
+            raise ValueError(
+                f"{name}'s score_range must be (low, high), two numbers, got {scale!r}; "
+                f"e.g. score_range=(1, 6)"
+            )
+        low, high = float(scale[0]), float(scale[1])
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(
+                f"{name}'s score_range must be finite with low < high, got {scale!r}"
+            )
+        return low, high
+
     def _keys(self, texts: list[str], repeat: int) -> list[str]:
-        spec = self._spec()
+        spec = self._cache_spec()
         return [entry_key(spec, t, repeat) for t in texts]
+
+    def _cached(self, store: ResponseCache, keys: list[str]) -> dict[str, float]:
+        """The cached answers of ``keys`` that are on the scale declared now.
+
+        An answer kept under a wider scale than today's is asked again (and
+        judged then) rather than used off the scale.
+        """
+        found = store.get_many(keys)
+        scale = self._scale()
+        if scale is None:
+            return found
+        return {k: v for k, v in found.items() if scale[0] <= v <= scale[1]}
 
     def _missing(self, keys: list[str]) -> list[str]:
         distinct = list(dict.fromkeys(keys))
@@ -189,7 +267,7 @@ class CallScorer(RegressorMixin, BaseEstimator):
             return distinct
         store = ResponseCache(self.cache)
         try:
-            found = store.get_many(distinct)
+            found = self._cached(store, distinct)
         finally:
             store.close()
         return [k for k in distinct if k not in found]
@@ -201,7 +279,7 @@ class CallScorer(RegressorMixin, BaseEstimator):
         keys = self._keys(texts, repeat)
         store = None if self.cache is None else ResponseCache(self.cache)
         try:
-            known = {} if store is None else store.get_many(keys)
+            known = {} if store is None else self._cached(store, keys)
             first_at: dict[str, int] = {}
             for i, k in enumerate(keys):
                 if k not in known:
@@ -247,6 +325,10 @@ class CallScorer(RegressorMixin, BaseEstimator):
         queue = iter(batches)
         pending: dict[Any, list[tuple[str, int]]] = {}
         failure: BaseException | None = None
+        # texts answered badly after their retries: the others go on, up to
+        # MAX_REFUSED, so that one error lists them all (see the module docstring)
+        refusals: list[ScorerError] = []
+        refused: dict[int, str] = {}
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)))
 
         def submit() -> None:
@@ -268,21 +350,65 @@ class CallScorer(RegressorMixin, BaseEstimator):
                     batch = pending.pop(future)
                     try:
                         values = future.result()
-                    except Exception as exc:  # a ScorerError, or the function's own
+                    except ScorerError as exc:
+                        if not exc.refused:
+                            failure = failure or exc
+                            continue
+                        refusals.append(exc)
+                        refused.update(exc.refused)
+                        if failure is None and len(refused) < MAX_REFUSED:
+                            submit()
+                        continue
+                    except Exception as exc:  # the function's own
                         failure = failure or exc
                         continue
                     entries = {k: v for (k, _), v in zip(batch, values)}
                     got.update(entries)
                     if store is not None:
                         store.put_many(entries)  # kept at once: a re-run resumes
-                    if failure is None:
+                    if failure is None and len(refused) < MAX_REFUSED:
                         submit()
         finally:
             # Ctrl-C: what has not started is not sent
             pool.shutdown(wait=True, cancel_futures=True)
         if failure is not None:
             raise failure
+        if len(refusals) == 1 and next(queue, None) is None:
+            raise refusals[0]
+        if refusals:
+            n_todo = sum(len(b) for b in batches)
+            raise self._refused_error(refused, spec, n_todo - len(got) - len(refused))
         return got
+
+    def _refused_error(
+        self, refused: dict[int, str], spec: str, unscored: int
+    ) -> ScorerError:
+        """One ScorerError counting and listing every refused text."""
+        order = sorted(refused)
+        listed = "; ".join(f"position {i}: {refused[i]}" for i in order[:LISTED])
+        more = f"; and {len(order) - LISTED} more" if len(order) > LISTED else ""
+        stopped = (
+            f" After {len(order)} refused texts no further call was sent "
+            f"({unscored} text(s) left unscored)."
+            if len(order) >= MAX_REFUSED
+            else ""
+        )
+        return ScorerError(
+            f"scorer {spec!r} answered unusably for {len(order)} text(s) after "
+            f"{self.max_retries + 1} attempt(s) each: {listed}{more}.{stopped} "
+            f"{self._answer_rule()}; the answers of every call without a refused "
+            f"text are kept in the cache, so a re-run asks only for the rest",
+            spec,
+            position=order[0],
+            refused=refused,
+        )
+
+    def _answer_rule(self) -> str:
+        scale = self._scale()
+        rule = "it must answer one finite number per text"
+        if scale is not None:
+            rule += f" within its scale [{scale[0]:g}, {scale[1]:g}] (score_range)"
+        return rule
 
     def _one_batch(self, texts: list[str], positions: list[int], spec: str) -> list[float]:
         """One batch with its retries: the scores, or a ScorerError."""
@@ -293,7 +419,7 @@ class CallScorer(RegressorMixin, BaseEstimator):
                 delay = asked if asked is not None else self.backoff * 2 ** (attempt - 1)
                 time.sleep(min(float(delay), MAX_WAIT_S))
             try:
-                return _numbers(self._call(texts), len(texts))
+                return self._on_scale(_numbers(self._call(texts), len(texts)))
             except (RetryableError, BadAnswerError) as exc:
                 last = exc
         tries = f"{self.max_retries + 1} attempt(s)"
@@ -307,15 +433,36 @@ class CallScorer(RegressorMixin, BaseEstimator):
             )
             raise ScorerError(
                 f"scorer {spec!r} answered unusably for {which} after {tries}: {last}; "
-                f"it must answer one finite number per text",
+                f"{self._answer_rule()}",
                 spec,
                 position=positions[0] if at is None else at,
+                refused=(
+                    {i: str(last) for i in positions}
+                    if at is None
+                    else {positions[j]: why for j, why in last.offsets.items()}
+                ),
             )
         raise ScorerError(
             f"scorer {spec!r} could not be reached after {tries}: {last}; check that it "
             f"runs and answers, or raise max_retries / timeout",
             spec,
         )
+
+    def _on_scale(self, values: list[float]) -> list[float]:
+        """``values``, or a BadAnswerError for the first off the declared scale."""
+        scale = self._scale()
+        if scale is None:
+            return values
+        off = {
+            j: f"score {value:g} is off the scale [{scale[0]:g}, {scale[1]:g}]"
+            for j, value in enumerate(values)
+            if not scale[0] <= value <= scale[1]
+        }
+        if off:
+            first = min(off)
+            more = f" (and {len(off) - 1} more in the call)" if len(off) > 1 else ""
+            raise BadAnswerError(off[first] + more, offset=first, offsets=off)
+        return values
 
 
 def _texts(X: Any, spec: str) -> list[str]:

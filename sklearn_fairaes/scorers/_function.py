@@ -39,6 +39,9 @@ class FunctionScorer(CallScorer):
         call, texts whose uncached batches would pass it. None: no limit.
     cache : str, path or None, default=None
         A SQLite file of answers (see :class:`HTTPScorer`); None: none kept.
+    score_range : tuple of two float or None, default=None
+        The declared scale ``(low, high)``: a score outside it is a bad
+        answer, retried and then refused (see :class:`HTTPScorer`).
 
     Attributes
     ----------
@@ -75,6 +78,7 @@ class FunctionScorer(CallScorer):
         backoff: float = 0.5,
         max_calls: int | None = None,
         cache: Any = None,
+        score_range: tuple[float, float] | None = None,
     ) -> None:
         self.function = function
         self.batch_size = batch_size
@@ -83,6 +87,7 @@ class FunctionScorer(CallScorer):
         self.backoff = backoff
         self.max_calls = max_calls
         self.cache = cache
+        self.score_range = score_range
 
     def _spec(self) -> str:
         return f"python:{self.function}"

@@ -19,7 +19,7 @@ from typing import Any
 from .._param_validation import Interval
 from ._base import BadAnswerError, CallScorer, RetryableError, ScorerError
 
-__all__ = ["HTTPScorer"]
+__all__ = ["HTTPScorer", "check_url", "post_json", "read_token"]
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
@@ -39,7 +39,7 @@ class HTTPScorer(CallScorer):
       an HTTP date) when the service sends it;
     * a ``200`` that is not JSON, has no ``"scores"`` list, the wrong number
       of scores, a score that is not a number (``"4"``, ``null``,
-      ``true``) or not finite: retried the same way;
+      ``true``), not finite, or off ``score_range``: retried the same way;
     * another ``4xx`` (``401``: a wrong token): not retried.
 
     After ``max_retries`` retries a :class:`ScorerError` names the URL and,
@@ -77,6 +77,11 @@ class HTTPScorer(CallScorer):
         The SQLite file of answers (created with its folder); None: none
         kept. The audit gives the scorers it makes from a spec the file
         ``scorer_responses.sqlite`` of its cache folder.
+    score_range : tuple of two float or None, default=None
+        The declared scale ``(low, high)`` of the scores, both ends included:
+        a score outside it is a bad answer (retried, then refused, listed in
+        the :class:`ScorerError`). None: no scale is checked. The audit gives
+        the scorers it makes from a spec the data's declared scale.
 
     Attributes
     ----------
@@ -120,6 +125,7 @@ class HTTPScorer(CallScorer):
         backoff: float = 0.5,
         max_calls: int | None = None,
         cache: Any = None,
+        score_range: tuple[float, float] | None = None,
     ) -> None:
         self.url = url
         self.token_env = token_env
@@ -130,6 +136,7 @@ class HTTPScorer(CallScorer):
         self.backoff = backoff
         self.max_calls = max_calls
         self.cache = cache
+        self.score_range = score_range
 
     def _spec(self) -> str:
         return self.url
@@ -139,85 +146,118 @@ class HTTPScorer(CallScorer):
             raise ValueError(
                 "HTTPScorer's timeout must be above 0 seconds, got 0; pass e.g. timeout=30"
             )
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                f"HTTPScorer's url must be an http:// or https:// address with a host, "
-                f"got {self.url!r}"
-            )
-        if parts.username is not None or parts.password is not None:
-            # the URL is the cache key and is shown in reports: no secret in it
-            raise ValueError(
-                "HTTPScorer's url holds credentials (user:password@); remove them and "
-                "put a bearer token in an environment variable named by token_env"
-            )
+        check_url(self.url, "HTTPScorer")
 
     def _token(self) -> str | None:
-        if self.token_env is None:
-            return None
-        token = os.environ.get(self.token_env, "")
-        if not token:
-            raise ScorerError(
-                f"scorer {self.url!r}: the environment variable {self.token_env!r} "
-                f"(token_env) is not set or empty; export the service's token in it",
-                self.url,
-            )
-        return token
+        return read_token(self.token_env, self.url)
 
     def _before_calls(self) -> None:
         self._token()
 
     def _call(self, texts: list[str]) -> Any:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        token = self._token()
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        body = json.dumps({"texts": texts}).encode("utf-8")
-        request = urllib.request.Request(
-            self.url, data=body, headers=headers, method="POST"
+        answer = post_json(
+            self.url,
+            {"texts": texts},
+            token=self._token(),
+            timeout=self.timeout,
+            token_env=self.token_env,
+            spec=self.url,
+            protocol='POST {"texts": [...]}',
         )
-        host = urllib.parse.urlsplit(self.url).hostname
-        # a loopback service is never reached through a proxy of the environment
-        handlers = [urllib.request.ProxyHandler({})] if host in _LOOPBACK else []
-        opener = urllib.request.build_opener(*handlers)
-        try:
-            with opener.open(request, timeout=self.timeout) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as exc:
-            code = exc.code
-            detail = exc.read(300).decode("utf-8", "replace").strip()
-            if code == 429 or code >= 500:
-                raise RetryableError(
-                    f"HTTP {code} {exc.reason}",
-                    _retry_after(exc.headers.get("Retry-After")),
-                ) from None
-            raise ScorerError(
-                f"scorer {self.url!r} refused the call: HTTP {code} {exc.reason}"
-                + (f" ({detail})" if detail else "")
-                + (
-                    f"; check the token in ${self.token_env}"
-                    if code in (401, 403) and self.token_env
-                    else '; check the URL and the protocol (POST {"texts": [...]})'
-                ),
-                self.url,
-            ) from None
-        except (
-            urllib.error.URLError,
-            TimeoutError,
-            ConnectionError,
-            http.client.HTTPException,
-        ) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise RetryableError(f"{type(exc).__name__}: {reason}") from None
-        try:
-            answer = json.loads(payload.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise BadAnswerError(
-                f"the answer is not JSON (it begins {payload[:60]!r})"
-            ) from None
         if not isinstance(answer, dict) or not isinstance(answer.get("scores"), list):
             raise BadAnswerError('the answer has no "scores" list')
         return answer["scores"]
+
+
+def check_url(url: str, owner: str, what: str = "url") -> None:
+    """Refuse what is not an http(s) address with a host, or holds credentials."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{owner}'s {what} must be an http:// or https:// address with a host, "
+            f"got {url!r}"
+        )
+    if parts.username is not None or parts.password is not None:
+        # the URL is the cache key and is shown in reports: no secret in it
+        raise ValueError(
+            f"{owner}'s {what} holds credentials (user:password@); remove them and "
+            f"put a bearer token in an environment variable named by token_env"
+        )
+
+
+def read_token(token_env: str | None, spec: str) -> str | None:
+    """The bearer token in ``$token_env`` (None without one); refused when unset."""
+    if token_env is None:
+        return None
+    token = os.environ.get(token_env, "")
+    if not token:
+        raise ScorerError(
+            f"scorer {spec!r}: the environment variable {token_env!r} "
+            f"(token_env) is not set or empty; export the service's token in it",
+            spec,
+        )
+    return token
+
+
+def post_json(
+    url: str,
+    payload: Any,
+    *,
+    token: str | None,
+    timeout: float,
+    token_env: str | None,
+    spec: str,
+    protocol: str,
+) -> Any:
+    """POST ``payload`` as JSON to ``url``; the decoded JSON answer.
+
+    429, 5xx, timeouts and connection errors raise RetryableError (with the
+    Retry-After), another 4xx a ScorerError naming ``spec`` (and ``$token_env``
+    for 401/403, else ``protocol``), an answer that is not JSON a
+    BadAnswerError. The one HTTP client of the scorers.
+    """
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    body = json.dumps(payload).encode("utf-8")
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    host = urllib.parse.urlsplit(url).hostname
+    # a loopback service is never reached through a proxy of the environment
+    handlers = [urllib.request.ProxyHandler({})] if host in _LOOPBACK else []
+    opener = urllib.request.build_opener(*handlers)
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as exc:
+        code = exc.code
+        detail = exc.read(300).decode("utf-8", "replace").strip()
+        if code == 429 or code >= 500:
+            raise RetryableError(
+                f"HTTP {code} {exc.reason}",
+                _retry_after(exc.headers.get("Retry-After")),
+            ) from None
+        raise ScorerError(
+            f"scorer {spec!r} refused the call: HTTP {code} {exc.reason}"
+            + (f" ({detail})" if detail else "")
+            + (
+                f"; check the token in ${token_env}"
+                if code in (401, 403) and token_env
+                else f"; check the URL and the protocol ({protocol})"
+            ),
+            spec,
+        ) from None
+    except (
+        urllib.error.URLError,
+        TimeoutError,
+        ConnectionError,
+        http.client.HTTPException,
+    ) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise RetryableError(f"{type(exc).__name__}: {reason}") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise BadAnswerError(f"the answer is not JSON (it begins {raw[:60]!r})") from None
 
 
 def _retry_after(value: str | None) -> float | None:
