@@ -283,3 +283,27 @@ def test_cli_repeats_dry_run_and_bad_input(noisy, essays, tmp_path, capsys):
     assert table["system"].tolist() == ["llm"] and table["n_repeats"].iloc[0] == 3
     assert main(dry) == 0
     assert "0 call(s) for the 60 essays x 3 repeats" in capsys.readouterr().out
+
+
+@pytest.mark.network
+def test_prompts_are_pooled_by_essays_and_repeat_pairs(noisy, essays, tmp_path):
+    two = essays.assign(prompt=["a"] * 30 + ["b"] * 30)
+    res = sf.audit(
+        two, scorers={"llm": noisy.url}, repeats=3, prompt_col="prompt",
+        cache=tmp_path / "cache", **AUDIT,
+    )  # fmt: skip
+    retest = res.tables["retest"].set_index("prompt")
+    assert list(retest.index) == ["a", "b", "pooled"]
+    parts = retest.loc[["a", "b"]]
+    pooled = retest.loc["pooled"]
+    assert pooled["n_essays"] == 60 and pooled["n_repeat_pairs"] == 180
+    assert pooled["share_differ"] == pytest.approx(parts["share_differ"].mean())
+    assert pooled["max_spread"] == parts["max_spread"].max()
+    assert math.isnan(pooled["qwk_retest"])  # each prompt has its own scale
+    share = pooled["n_pairs_differ"] / 180
+    assert pooled["retest_violation_share"] == pytest.approx(share)
+    lip = res.tables["lipschitz"]
+    row = lip[(lip["prompt"] == "pooled") & (lip["system"] == "llm")]
+    assert row["retest_violation_share"].iloc[0] == pytest.approx(share)
+    html = res.to_html()
+    assert html.count("Same essay, different score") >= 2  # one per prompt

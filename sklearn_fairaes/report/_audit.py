@@ -421,7 +421,7 @@ def audit(
         The ids of the report's sections to run and show (see
         ``sklearn_fairaes.report.analyses.section_ids()``: ``"agreement"``,
         ``"extremes"``, ``"paraphrase"``, ``"lipschitz"``, ``"review"``,
-        ``"groups"``, ``"counterfactual"``, ``"short_answers"``, and the
+        ``"groups"``, ``"counterfactual"``, ``"short_answers"``, ``"retest"``, and the
         ``"overview"`` and ``"summary"`` that open the report); None: all. A
         section left out is neither run nor shown, and ``meta["sections"]``
         lists those that were selected (absent when all were).

@@ -579,7 +579,7 @@ SECTIONS = OptionGroup(
             (),
             help="the report's sections to run and show, by id (overview, summary, "
             "agreement, extremes, paraphrase, lipschitz, review, groups, counterfactual, "
-            "short_answers); default: all",
+            "short_answers, retest); default: all",
             metavar="ID[,ID...]",
             # no flag, or an empty one: every section
             from_cli=lambda value: _split(value) or None,

@@ -90,7 +90,7 @@ class _Repeat:
         self.repeat = repeat
 
     def predict(self, X: Sequence[str]) -> NDArray[np.float64]:
-        return self.scorer._scores(X, repeat=self.repeat)  # type: ignore[no-any-return]
+        return self.scorer._scores(X, repeat=self.repeat)
 
 
 def attach_repeats(
