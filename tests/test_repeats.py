@@ -307,3 +307,20 @@ def test_prompts_are_pooled_by_essays_and_repeat_pairs(noisy, essays, tmp_path):
     assert row["retest_violation_share"].iloc[0] == pytest.approx(share)
     html = res.to_html()
     assert html.count("Same essay, different score") >= 2  # one per prompt
+
+
+@pytest.mark.network
+def test_a_failure_on_a_repeat_names_the_scorer_and_a_rerun_resumes(
+    noisy, essays, tmp_path
+):
+    cache = tmp_path / "answers.sqlite"
+    scorer = HTTPScorer(noisy.url, cache=cache, max_retries=0, concurrency=1)
+    noisy.fail_from = 1 + 4 + 2  # the probe, repeat 1, then half of repeat 2
+    with pytest.raises(AuditInputError, match=r"scorer 'llm' could not score the essays "
+                       r"\(repeat 2 of 3\).*could not be reached"):  # fmt: skip
+        sf.audit(essays, scorers={"llm": scorer}, repeats=3, **AUDIT)
+    sent = noisy.n_requests
+    noisy.fail_from = None
+    sf.audit(essays, scorers={"llm": scorer}, repeats=3, **AUDIT)
+    # only what the cache lacks: repeat 2's last 2 batches and repeat 3's 4
+    assert noisy.n_requests - sent == 2 + 4

@@ -72,7 +72,7 @@ def score_repeats(
             columns.append(
                 predict_scores(
                     name,
-                    _Repeat(est, r),
+                    _repeat_of(est, r),
                     plan.essays,
                     what=f"essays (repeat {r + 1} of {k})",
                     where=where.row,
@@ -80,6 +80,12 @@ def score_repeats(
             )
         out[name] = np.stack(columns, axis=1)
     return out
+
+
+def _repeat_of(scorer: Any, repeat: int) -> _Repeat:
+    # a subclass named as the scorer's class: messages name the scorer's kind
+    kind = type(type(scorer).__name__, (_Repeat,), {})
+    return kind(scorer, repeat)
 
 
 class _Repeat:

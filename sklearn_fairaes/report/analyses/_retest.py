@@ -228,10 +228,12 @@ class _Retest:
         rows: list[tuple[Any, ...]] = []
         essays: list[tuple[Any, ...]] = []
         for sname, scores in study.repeats.items():
+            # short answers: grades scaled to [0, 1], compared as continuous values
+            short = study.short_answer
             fig = retest_statistics(
                 scores,
-                score_range=study.score_range,
-                score_step=study.score_step,
+                score_range=(0.0, 1.0) if short else study.score_range,
+                score_step="continuous" if short else study.score_step,
                 weights=weights,
             )
             reps = fig.get("replicates", {})
