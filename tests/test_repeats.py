@@ -177,7 +177,9 @@ def test_audit_with_repeats_measures_a_noisy_grader(noisy, essays, tmp_path):
     assert worst["spread"].is_monotonic_decreasing and (worst["spread"] > 0).all()
     top = worst.iloc[0]
     i = int(np.flatnonzero(essays["essay_id"].astype(str) == str(top["id"]))[0])
-    assert top["scores"] == ", ".join(f"{v:g}" for v in scores[i])
+    assert top["scores"] == ", ".join(f"{v:.4f}".rstrip("0").rstrip(".") for v in scores[i])
+    assert top["spread"] == pytest.approx(np.ptp(scores[i]))
+    assert top["spread"] == pytest.approx(want["spread"].max())
     assert top["human"] == essays["score"].iloc[i] and top["row"] == i + 1
     # the Lipschitz table: the retest share beside the fractions, for llm only
     lip = res.tables["lipschitz"].set_index("system")
@@ -227,6 +229,7 @@ def test_a_deterministic_grader_scores_alike_and_no_repeat_changes_the_rest(
     assert "retest" not in once.tables and "repeats" not in once.meta
     assert list(once.tables["lipschitz"].columns) == ["prompt", *LIPSCHITZ_COLUMNS]
     assert "each essay was scored once" in json.dumps(once.meta["absent_sections"])
+    assert "same essay rescored" not in once.to_html()
     lip = res.tables["lipschitz"][once.tables["lipschitz"].columns]
     pd.testing.assert_frame_equal(lip, once.tables["lipschitz"])
 

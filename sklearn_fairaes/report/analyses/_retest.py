@@ -149,7 +149,9 @@ def retest_statistics(
 
     s = np.asarray(scores, dtype=np.float64)
     n, k = s.shape
-    spread = s.max(axis=1) - s.min(axis=1)
+    # rounded past float noise (16.6147 - 14.6147 is not exactly 2), so that
+    # equal spreads show and tie as equal
+    spread = np.round(s.max(axis=1) - s.min(axis=1), 9)
     sd = s.std(axis=1, ddof=1)
     differ = (spread > 0).astype(np.float64)
     pairs = list(combinations(range(k), 2))
@@ -185,6 +187,19 @@ def retest_statistics(
             "qwk_retest_mean": mean_reps,
         }
     return out
+
+
+def scores_text(scores: NDArray[np.float64]) -> str:
+    """One essay's K scores as the ``scores`` cell: 4 decimals at most, in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fairaes.report.analyses._retest import scores_text
+    >>> scores_text(np.array([3.0, 9.49032, 10.5]))
+    '3, 9.4903, 10.5'
+    """
+    return ", ".join(f"{v:.4f}".rstrip("0").rstrip(".") for v in scores)
 
 
 class _Retest:
@@ -271,7 +286,7 @@ class _Retest:
                 )
             )
             spread, sd = fig["spread"], fig["sd"]
-            order = np.lexsort((np.arange(study.n), -sd, -spread))
+            order = np.lexsort((np.arange(study.n), -np.round(sd, 9), -spread))
             listed = [i for i in order if spread[i] > 0][:n_review]
             essays += [
                 (
@@ -279,7 +294,7 @@ class _Retest:
                     rank,
                     ids[i],
                     int(study.rows[i]),
-                    ", ".join(f"{v:g}" for v in scores[i]),
+                    scores_text(scores[i]),
                     float(spread[i]),
                     float(sd[i]),
                     float(study.human[i]),
