@@ -18,6 +18,7 @@ from ._table_input import BadInput, read_table
 __all__ = [
     "add_scorer_arguments",
     "build_scorers",
+    "check_repeats_flag",
     "dry_run",
     "positive_int",
     "read_scorer_prompt",
@@ -179,6 +180,21 @@ def _grader_options(args: argparse.Namespace, entries: list[str]) -> dict[str, A
     return options
 
 
+def check_repeats_flag(args: argparse.Namespace) -> None:
+    """``--repeats K`` (K >= 2) needs a ``--scorer``: refused before anything is read.
+
+    audit() refuses it too (``report._repeats.check_repeats``); here the
+    command says it in its own words before ``--out`` is claimed.
+    """
+    k = getattr(args, "repeats", 1)
+    if k is not None and k > 1 and not getattr(args, "scorer", None):
+        raise BadInput(
+            f"--repeats {k} scores each essay again with the scorers you call, and no "
+            f"--scorer NAME=SPEC is given (given scores, trained baselines and "
+            f"--model-file models are scored once); add a --scorer, or leave --repeats out"
+        )
+
+
 def dry_run(args: argparse.Namespace) -> int:
     """``--dry-run``: the calls each scorer needs for the essays; none is sent."""
     scorers = build_scorers(args)
@@ -191,15 +207,18 @@ def dry_run(args: argparse.Namespace) -> int:
             f"{', '.join(map(str, frame.columns[:20]))}"
         )
     essays = [t for t in frame[args.text_col].tolist() if isinstance(t, str)]
+    k = getattr(args, "repeats", 1) or 1
+    scored = f"the {len(essays)} essays" + (f" x {k} repeats" if k > 1 else "")
     for name, scorer in scorers.items():
-        n = scorer.n_calls_needed(essays)
+        # repeat r is its own cache entry: raising --repeats counts only the new ones
+        n = sum(scorer.n_calls_needed(essays, repeat=r) for r in range(k))
         per = (
             "one essay per call"
             if scorer.batch_size == 1
             else f"batches of {scorer.batch_size}"
         )
         print(
-            f"scorer {name} ({scorer._spec()}): {n} call(s) for the {len(essays)} essays "
+            f"scorer {name} ({scorer._spec()}): {n} call(s) for {scored} "
             f"({per}, cached answers not counted); the edited essays of "
             f"--perturbations add calls"
         )

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli_scorers import add_scorer_arguments, build_scorers, dry_run
+from ._cli_scorers import add_scorer_arguments, build_scorers, check_repeats_flag, dry_run
 from ._interrupts import interrupts_kept
 from ._table_input import BadInput, parse_bin_cols, parse_embeddings, read_table
 from ._version import __version__
@@ -508,6 +508,7 @@ def _check_options(args: argparse.Namespace) -> None:
         AuditConfig(**_option_values(args)).validate()
     except AuditInputError as exc:
         raise BadInput(str(exc)) from None
+    check_repeats_flag(args)
 
 
 def _claim_output(args: argparse.Namespace, inputs: Sequence[str | None]) -> ReportFolder:

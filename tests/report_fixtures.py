@@ -36,6 +36,9 @@ CONTRACT_COLUMNS = {name: ["prompt", *columns] for name, columns in _CONTRACT.it
 #: The tables of a short-answer audit only.
 SHORT_ANSWER_TABLES = ("grading", "reference_coverage")
 
+#: The tables of an audit with repeats only (tests/test_repeats.py renders them).
+RETEST_TABLES = ("retest", "retest_essays")
+
 #: Why the counterfactual audit is absent with given scores only.
 SCORES_ONLY = (
     "scores only: no model to re-score the edited essays; give --model-file or train "

@@ -16,7 +16,11 @@ Failures on demand:
 * ``always``: one of these for every request (until set back to None);
 * ``fail_from=k``: every request after the first k answers 500;
 * ``token``: a bearer token the requests must carry (else 401);
-* ``latency``: seconds each answer waits (a slow service).
+* ``latency``: seconds each answer waits (a slow service);
+* ``noise=p``: a grader that is noisy on purpose, as LLM graders are: each
+  score of each request moves one point up or down with probability ``p``
+  (a seeded RNG, ``noise_seed``), so the same request sent again can get
+  another score (the test-retest tests).
 """
 
 from __future__ import annotations
@@ -33,8 +37,20 @@ __all__ = ["ScoringServer"]
 class ScoringServer:
     """See the module docstring; use as a context manager."""
 
-    def __init__(self, model: Any, *, latency: float = 0.0, token: str | None = None):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        latency: float = 0.0,
+        token: str | None = None,
+        noise: float = 0.0,
+        noise_seed: int = 0,
+    ):
+        import numpy as np
+
         self.model = model
+        self.noise = noise
+        self._rng = np.random.default_rng(noise_seed)
         self.latency = latency
         self.token = token
         self.plan: list[str] = []
@@ -115,6 +131,11 @@ class ScoringServer:
                 if failure == "late":
                     time.sleep(outer.late_s)
                 scores: list[Any] = [float(v) for v in outer.model.predict(texts)]
+                if outer.noise:
+                    with outer._lock:  # one RNG for every thread
+                        moved = outer._rng.random(len(scores)) < outer.noise
+                        sign = outer._rng.choice([-1.0, 1.0], size=len(scores))
+                    scores = [v + float(d) * m for v, d, m in zip(scores, sign, moved)]
                 if failure == "count":
                     scores = scores[:-1]
                 elif failure == "string" and outer.bad_at < len(scores):

@@ -112,7 +112,7 @@ def _audit(**kwargs):
 def test_one_list_orders_the_report():
     assert section_ids() == [
         "overview", "summary", "agreement", "extremes", "paraphrase", "lipschitz",
-        "review", "errors", "groups", "counterfactual", "short_answers",
+        "review", "errors", "groups", "counterfactual", "short_answers", "retest",
     ]  # fmt: skip
     for section in SECTIONS:
         assert section.title == section.headings[0].title

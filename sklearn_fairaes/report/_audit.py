@@ -52,6 +52,7 @@ from ._config import AuditConfig
 from ._embeddings import GivenEmbeddings
 from ._load import REPORT_FORMAT
 from ._output import pause
+from ._repeats import check_repeats
 from ._result import AuditResult
 from ._scorers import declared_scale, merge_scorers, scorer_cache_path
 from ._study import Study
@@ -117,6 +118,7 @@ def audit(
     tune_interpreter: bool = False,
     sections: Sequence[str] | None = None,
     bin_cols: Mapping[str, int] | None = None,
+    repeats: int = 1,
 ) -> AuditResult:
     """Audit scoring systems for individual fairness (are similar essays scored similarly).
 
@@ -421,7 +423,7 @@ def audit(
         The ids of the report's sections to run and show (see
         ``sklearn_fairaes.report.analyses.section_ids()``: ``"agreement"``,
         ``"extremes"``, ``"paraphrase"``, ``"lipschitz"``, ``"review"``,
-        ``"groups"``, ``"counterfactual"``, ``"short_answers"``, and the
+        ``"groups"``, ``"counterfactual"``, ``"short_answers"``, ``"retest"``, and the
         ``"overview"`` and ``"summary"`` that open the report); None: all. A
         section left out is neither run nor shown, and ``meta["sections"]``
         lists those that were selected (absent when all were).
@@ -432,6 +434,16 @@ def audit(
         143]"``). Ties on a quantile merge bins (a note says so). A column
         with text or an empty cell, an unknown column or fewer than 2 bins is
         refused before any work.
+    repeats : int, default=1
+        Scores per essay from each scorer you call (``scorers``): with
+        ``K >= 2`` each essay is scored K times (repeat 1 is the audit's
+        score; each further repeat a call of its own, cached by its repeat
+        index) and the section "Same essay, different score" (tables
+        ``"retest"`` and ``"retest_essays"``) measures how often the scores
+        differ; the ``"lipschitz"`` table gains ``retest_violation_share``.
+        Given scores, trained baselines and fitted estimators are scored
+        once (an estimator is deterministic by assumption); ``K >= 2``
+        without a scorer you call is refused before any work.
 
     Returns
     -------
@@ -595,6 +607,7 @@ def audit(
         reference_sep=reference_sep,
         settings=settings,
     )
+    check_repeats(plan)
     chosen = [s for s in selected(plan.settings.sections) if s.analysis is not None]
     bar = Progress(progress, Progress.steps(plan, len(chosen)))
     # a Ctrl-C stops the audit even where it lands in a finaliser; only when
@@ -820,6 +833,7 @@ def _meta(
         "smd_method": plan.settings.smd_method,
         "intersections": plan.settings.intersections,
         "min_group_size": plan.settings.min_group_size,
+        **({"repeats": plan.settings.repeats} if plan.settings.repeats > 1 else {}),
         # the essays each prompt resampled: two audits pair where these agree
         "ids_digest": {s.prompt: ids_digest(s.ids) for s in studies},
         "features": list(first.feature_names),

@@ -62,6 +62,7 @@ from ._inputs import (
     column,
     short,
 )
+from ._repeats import attach_repeats, score_repeats
 from ._scorers import probe_scorers
 from ._scoring import predict_scores
 from ._study import PairSpace, Settings, Study, System
@@ -834,6 +835,7 @@ def build_studies(
     # a scorer you call answers a few essays first: unreachable, it stops here
     probe_scorers(plan)
     fitted_scores = score_fitted(plan)
+    repeated = score_repeats(plan, fitted_scores)  # repeats=K: before the long work
     # the counterfactual audit's edits too, before the long work
     probe_edited_essays(plan)
     several = plan.prompt_col is not None
@@ -910,6 +912,7 @@ def build_studies(
         # an error (or Ctrl-C) stops the paraphrases not yet started
         pool.shutdown(wait=True, cancel_futures=True)
         switch.restore()
+    attach_repeats(plan, studies, repeated)
     return studies, counts
 
 

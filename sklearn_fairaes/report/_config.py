@@ -579,7 +579,7 @@ SECTIONS = OptionGroup(
             (),
             help="the report's sections to run and show, by id (overview, summary, "
             "agreement, extremes, paraphrase, lipschitz, review, groups, counterfactual, "
-            "short_answers); default: all",
+            "short_answers, retest); default: all",
             metavar="ID[,ID...]",
             # no flag, or an empty one: every section
             from_cli=lambda value: _split(value) or None,
@@ -607,6 +607,26 @@ CACHE = OptionGroup(
     ),
 )
 
+#: Test-retest consistency: each essay scored several times by the scorers you call.
+RETEST = OptionGroup(
+    "retest",
+    (
+        Option(
+            "repeats",
+            1,
+            # that a scorer you call is among the systems is checked with
+            # them: report._repeats.check_repeats, before any work
+            (_INT_1,),
+            help="score each essay K times with each --scorer (K >= 2; the cache makes "
+            "repeat 1 the first run's answer) for the section 'Same essay, different "
+            "score' (default: 1, once)",
+            fix="pass repeats=3 to score each essay three times, or 1 for once",
+            metavar="K",
+            cli_type=int,
+        ),
+    ),
+)
+
 #: Every option of the audit, by group (the order of the command's flags).
 GROUPS: tuple[OptionGroup, ...] = (
     REPRESENTATIONS,
@@ -619,6 +639,7 @@ GROUPS: tuple[OptionGroup, ...] = (
     UNCERTAINTY,
     AGREEMENT,
     GROUP_VIEW,
+    RETEST,
     SECTIONS,
     CACHE,
 )

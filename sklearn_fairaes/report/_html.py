@@ -63,7 +63,7 @@ __all__ = ["SECTION_TITLES", "render_html", "to_json_dict"]
 #: (the essays to review show only with their tables, so they are left out).
 #: The group view appears only with a group table, the counterfactual edits
 #: only with the perturbation table, the short answers only with the grading
-#: or reference-coverage table.
+#: or reference-coverage table, the test-retest section only with repeats.
 SECTION_TITLES = tuple(
     h.title for s in SECTIONS if s.id not in ("summary", "review") for h in s.headings
 )

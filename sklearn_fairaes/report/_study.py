@@ -96,7 +96,9 @@ class Study:
     (see :meth:`grouping_labels`). ``covariates`` holds the user's numeric columns
     (``covariate_cols``) by name. ``skipped`` says which shared inputs the
     user chose to skip (``"features"``, ``"paraphrases"``) and why, for the
-    sections that need them. A space whose ``transformer`` is None holds the
+    sections that need them. ``repeats`` maps each scorer you call to its
+    ``(n, K)`` scores with ``repeats=K >= 2`` (column 0 its system's
+    scores; see ``report._repeats``), else is empty. A space whose ``transformer`` is None holds the
     user's own vectors (``embeddings``): it cannot embed new texts.
     """
 
@@ -127,6 +129,7 @@ class Study:
     notes: list[str] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    repeats: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     _weights: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -195,6 +195,49 @@ class CallScorer(RegressorMixin, BaseEstimator):
         """
         return self._scores(X, repeat=0)
 
+    def predict_repeats(self, X: Sequence[str], n_repeats: int) -> NDArray[np.float64]:
+        """Score each text ``n_repeats`` times: the test-retest scores.
+
+        Repeat ``r`` is a call of its own (cache repeat index ``r``), so a
+        stochastic grader may answer it differently; repeat 0 is ``predict``'s
+        answer, so with a cache the first column costs nothing after
+        ``predict``, and raising ``n_repeats`` later calls only the new
+        repeats. A :class:`FunctionScorer` calls the function again; an
+        :class:`HTTPScorer` sends the same request again. Without a cache
+        every repeat is called.
+
+        Parameters
+        ----------
+        X : list of str
+            The texts (essays).
+        n_repeats : int
+            Scores per text, at least 1.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_texts, n_repeats)
+            Column ``r`` holds repeat ``r`` (column 0 equals ``predict(X)``
+            when the answers are cached).
+
+        Examples
+        --------
+        >>> from sklearn_fairaes.scorers import FunctionScorer
+        >>> scorer = FunctionScorer("sklearn_fairaes.scorers._examples:n_words")
+        >>> scorer.predict_repeats(["one two", "three"], 3).tolist()
+        [[2.0, 2.0, 2.0], [1.0, 1.0, 1.0]]
+        """
+        if (
+            isinstance(n_repeats, bool)
+            or not isinstance(n_repeats, numbers.Integral)
+            or n_repeats < 1
+        ):
+            raise ValueError(
+                f"n_repeats must be a whole number >= 1, got {n_repeats!r}; e.g. 3 "
+                f"scores each text three times"
+            )
+        columns = [self._scores(X, repeat=r) for r in range(int(n_repeats))]
+        return np.stack(columns, axis=1)
+
     def n_calls_needed(self, X: Sequence[str], *, repeat: int = 0) -> int:
         """How many calls ``predict(X)`` would send now (the dry run: none is sent).
 

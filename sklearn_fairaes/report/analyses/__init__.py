@@ -36,6 +36,7 @@ from ._groups import SECTION as GROUPS
 from ._lipschitz import SECTION as LIPSCHITZ
 from ._overview import SECTION as OVERVIEW
 from ._paraphrase import SECTION as PARAPHRASE
+from ._retest import SECTION as RETEST
 from ._review import SECTION as REVIEW
 from ._short_answers import SECTION as SHORT_ANSWERS
 from ._summary import SECTION as SUMMARY
@@ -57,6 +58,7 @@ SECTIONS: list[Section] = [
     GROUPS,
     COUNTERFACTUAL,
     SHORT_ANSWERS,
+    RETEST,
 ]
 
 #: Names of the paper's figures the built-in sections draw, in report order.

@@ -30,6 +30,10 @@ columns are NaN (a pooled interval would need the prompts' replicates
 combined pair-weighted; not computed).
 
 Every pair is within the study: essays on different prompts are never paired.
+With ``repeats=K >= 2`` the ``"lipschitz"`` table gains ``retest_violation_share``
+(NaN for systems scored once): pairs at distance 0 of an essay's own scorings
+that differ, beside the fractions, which stay those of distinct essays
+(``_retest.violation_shares``).
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ from ._common import (
     where,
 )
 from ._pair_intervals import _PASS_FIGURES, Scored, Spread, _lipschitz_rows
+from ._retest import violation_shares
 from ._spread import matched_lipschitz, relative_fairness
 
 if TYPE_CHECKING:
@@ -407,8 +412,11 @@ class LipschitzAnalysis(PairAnalysis):
                 ]
             rows_lip += _lipschitz_rows(study, rname, space, scored_counts, out, rows_diff)
         out.notes += pair_notes(collected)
+        lip = pd.DataFrame(rows_lip, columns=LIPSCHITZ_COLUMNS)
+        if study.repeats:
+            lip["retest_violation_share"] = violation_shares(study, lip["system"])
         out.tables = {
-            "lipschitz": pd.DataFrame(rows_lip, columns=LIPSCHITZ_COLUMNS),
+            "lipschitz": lip,
             "relative_fairness": pd.DataFrame(rows_rel, columns=RELATIVE_COLUMNS),
             "error_review": pd.DataFrame(rows_err, columns=ERROR_REVIEW_COLUMNS),
             "system_differences": pd.DataFrame(rows_diff, columns=DIFFERENCE_COLUMNS),
@@ -478,6 +486,7 @@ def view(
             for t in table.to_dict("records")
         }
         lip_rows: list[list[object]] = []
+        retest = "retest_violation_share" in table.columns  # with repeats only
         for r in _ordered(table["representation"], reps_pref):
             sub = table[table["representation"].astype(str) == r]
             for m in _ordered(sub["system"], systems, last=("human",)):
@@ -495,6 +504,7 @@ def view(
                         ],
                         _with_ci(rec, "score_sd"),
                         _num(rec.get("human_sd")),
+                        *([_pct_ci(rec["retest_violation_share"])] if retest else []),
                     ]
                 )
         out["table"] = _table(
@@ -507,6 +517,7 @@ def view(
                 "spread-matched %",
                 "score SD",
                 "human SD",
+                *(["same essay rescored: differing %"] if retest else []),
             ],
             lip_rows,
             caption="Essay pairs satisfying the Lipschitz condition, % of all pairs: "
