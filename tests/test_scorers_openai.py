@@ -523,3 +523,50 @@ def test_a_function_scorer_with_a_scale_refuses_and_lists_off_scale_scores():
         3: "score 8 is off the scale [1, 6]",
     }
     assert scorer.set_params(score_range=(1, 8)).predict(texts).tolist() == [2, 1, 7, 8, 1]
+
+
+@pytest.mark.network
+def test_cli_repeats_of_an_unseeded_grader_measure_its_own_answers(
+    server, essays, tmp_path, capsys
+):
+    # No seed: the grader's noise is drawn per request, as a sampling LLM's
+    # is, so an essay scored three times can get three scores.
+    from sklearn.metrics import cohen_kappa_score
+
+    data, rubric = _write(essays, tmp_path)
+    assert main(_cli(data, tmp_path, server, rubric, "--repeats", "3")) == 0, (
+        capsys.readouterr().err
+    )
+    assert server.n_requests == 3 * 40
+    # each essay's answers, in the order the server gave them (repeat 0, 1, 2)
+    given: dict[str, list[int]] = {}
+    for number, body in enumerate(list(server.bodies)):
+        essay = server.essay_of(body)
+        given.setdefault(essay, []).append(server.grade(essay, None, number))
+    scores = np.array([given[t] for t in essays["essay"]], dtype=float)
+    assert scores.shape == (40, 3)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    row = next(r for r in results["tables"]["retest"] if r["system"] == "llm")
+    differ = np.ptp(scores, axis=1) > 0
+    assert 0 < differ.mean() < 1
+    assert row["share_differ"] == pytest.approx(differ.mean())
+    assert row["max_spread"] == pytest.approx(np.ptp(scores, axis=1).max())
+    assert row["qwk_retest"] == pytest.approx(
+        cohen_kappa_score(
+            scores[:, 0].astype(int),
+            scores[:, 1].astype(int),
+            labels=list(range(25)),
+            weights="quadratic",
+        )
+    )
+    # the distance-0 pairs are in the Lipschitz table: 3 pairs per essay
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    violated = np.mean([scores[i, a] != scores[i, b] for i in range(40) for a, b in pairs])
+    lip = [r for r in results["tables"]["lipschitz"] if r["system"] == "llm"]
+    assert lip and all(r["retest_violation_share"] == pytest.approx(violated) for r in lip)
+    # a re-run is answered from the cache
+    (tmp_path / "again").mkdir()
+    args = _cli(data, tmp_path, server, rubric, "--repeats", "3")
+    args[args.index("--out") + 1] = str(tmp_path / "again" / "r")
+    assert main(args) == 0
+    assert server.n_requests == 3 * 40
