@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..resources import require
+from ._edits import is_offline
 from ._embeddings import GivenEmbeddings, read_embeddings
 from ._groupings import Groupings, plan_groupings, split_group_cols
 from ._inputs import (
@@ -655,7 +656,10 @@ def probe_edited_essays(plan: Plan) -> None:
     if not edited:
         return
     for name, est in plan.fitted.items():
-        predict_scores(name, est, edited, what="edited essays", where=labels.__getitem__)
+        if not is_offline(est):  # a scored file's coverage is checked whole
+            predict_scores(
+                name, est, edited, what="edited essays", where=labels.__getitem__
+            )
 
 
 def fit_representations(
