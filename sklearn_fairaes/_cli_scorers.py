@@ -1,4 +1,4 @@
-"""The ``--scorer`` flags of ``fairaes audit``: scorers you call, and the dry run.
+"""The ``--scorer`` flags of ``fairaes audit``: scorers you call, scored files, the dry run.
 
 Apart from ``cli`` to keep that module within the size rule; ``cli``
 re-exports :func:`build_scorers`.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._table_input import BadInput, read_table
+from ._table_input import BadInput
 
 __all__ = ["add_scorer_arguments", "build_scorers", "dry_run", "positive_int"]
 
@@ -61,15 +61,15 @@ def build_scorers(args: argparse.Namespace) -> dict[str, Any]:
     from .text._cache import open_cache
 
     entries = getattr(args, "scorer", None) or []
+    out: dict[str, Any] = {}
     if not entries:
-        return {}
+        return _scored_files(args, out)
     folder = open_cache(_cache_from_cli(args)).path
     params: dict[str, Any] = {"cache": scorer_cache_path(folder)}
     if args.scorer_concurrency is not None:
         params["concurrency"] = args.scorer_concurrency
     if args.max_calls is not None:
         params["max_calls"] = args.max_calls
-    out: dict[str, Any] = {}
     for entry in entries:
         name, sep, spec = (part.strip() for part in entry.partition("="))
         if not sep or not name or not spec:
@@ -90,28 +90,48 @@ def build_scorers(args: argparse.Namespace) -> dict[str, Any]:
         except ValueError as exc:
             raise BadInput(f"--scorer {name}={spec}: {exc}") from None
         out[name] = scorer
-    return out
+    return _scored_files(args, out)
+
+
+def _scored_files(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with the systems of ``--scored-edits NAME=FILE``, each file read and checked."""
+    from .report import AuditInputError
+    from .report._edits import with_scored_edits
+
+    files: dict[str, str] = {}
+    for entry in getattr(args, "scored_edits", None) or []:
+        name, sep, path = (part.strip() for part in entry.partition("="))
+        if not sep or not name or not path:
+            raise BadInput(
+                f"--scored-edits takes NAME=FILE (the system's name, then the file "
+                f"fairaes export-edits wrote, scored), got {entry!r}"
+            )
+        if name in files:
+            raise BadInput(f"--scored-edits names the system {name!r} twice")
+        files[name] = path
+    if not files:
+        return out
+    try:
+        return dict(with_scored_edits(out, files) or {})
+    except AuditInputError as exc:
+        raise BadInput(f"--scored-edits: {exc}") from None
 
 
 def dry_run(args: argparse.Namespace) -> int:
-    """``--dry-run``: the calls each scorer needs for the essays; none is sent."""
+    """``--dry-run``: the calls each scorer needs for every text the audit sends it; none is sent.
+
+    The texts are those ``fairaes export-edits`` lists: the essays, the
+    counterfactual edits and the paraphrases.
+    """
     scorers = build_scorers(args)
     if not scorers:
-        raise BadInput("--dry-run counts the calls of --scorer; give a --scorer NAME=SPEC")
-    frame = read_table(args.data, encoding=args.encoding)
-    if args.text_col not in frame.columns:
         raise BadInput(
-            f"{args.data}: no column {args.text_col!r} (--text-col); its columns: "
-            f"{', '.join(map(str, frame.columns[:20]))}"
+            "--dry-run counts the calls of --scorer; give a --scorer NAME=SPEC (or "
+            "--scored-edits NAME=FILE to count the texts missing from the file)"
         )
-    essays = [t for t in frame[args.text_col].tolist() if isinstance(t, str)]
-    for name, scorer in scorers.items():
-        n = scorer.n_calls_needed(essays)
-        print(
-            f"scorer {name} ({scorer._spec()}): {n} call(s) for the {len(essays)} essays "
-            f"(batches of {scorer.batch_size}, cached answers not counted); the edited "
-            f"essays of --perturbations add calls"
-        )
+    from ._cli_edits import count_calls
+
+    count_calls(args, scorers)
     return EXIT_OK
 
 
@@ -153,6 +173,18 @@ def add_scorer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the number of calls each --scorer needs for the essays (those "
+        help="print the number of calls each --scorer needs for every text the audit "
+        "would send it (the essays, the edited and the paraphrased essays; those "
         "without a cached answer) and exit before any call",
+    )
+    parser.add_argument(
+        "--scored-edits",
+        action="append",
+        default=None,
+        metavar="NAME=FILE",
+        help="a system scored offline: the .csv file that fairaes export-edits wrote "
+        "with the same options, its score column filled in. NAME is audited as a "
+        "--scorer would be, answering each text from the file; a file with a missing, "
+        "empty or non-numeric score, or a changed text, is refused before any work. "
+        "Repeatable",
     )

@@ -30,7 +30,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..resources import require
-from ._edits import is_offline
 from ._embeddings import GivenEmbeddings, read_embeddings
 from ._groupings import Groupings, plan_groupings, split_group_cols
 from ._inputs import (
@@ -612,6 +611,14 @@ def score_fitted(plan: Plan) -> dict[str, NDArray[np.float64]]:
 _PROBED_ESSAYS = 2
 
 
+def probed_rows(plan: Plan, p: str) -> list[int]:
+    """The data rows of prompt ``p`` whose edits are probed: the first and the longest."""
+    rows = plan.rows_of(p)
+    longest = max(rows, key=lambda i: len(plan.essays[i]))
+    first = [int(r) for r in rows[: _PROBED_ESSAYS - 1]]
+    return list(dict.fromkeys([*first, int(longest)]))
+
+
 def probe_edited_essays(plan: Plan) -> None:
     """Score a few edited essays with each fitted model before the long work.
 
@@ -630,10 +637,7 @@ def probe_edited_essays(plan: Plan) -> None:
     edited: list[str] = []
     labels: list[str] = []
     for p in plan.prompts:
-        rows = plan.rows_of(p)
-        longest = max(rows, key=lambda i: len(plan.essays[i]))
-        first = [int(r) for r in rows[: _PROBED_ESSAYS - 1]]
-        picked = list(dict.fromkeys([*first, int(longest)]))
+        picked = probed_rows(plan, p)
         sample = [plan.essays[i] for i in picked]
         try:
             items = resolve_perturbations(
@@ -656,10 +660,7 @@ def probe_edited_essays(plan: Plan) -> None:
     if not edited:
         return
     for name, est in plan.fitted.items():
-        if not is_offline(est):  # a scored file's coverage is checked whole
-            predict_scores(
-                name, est, edited, what="edited essays", where=labels.__getitem__
-            )
+        predict_scores(name, est, edited, what="edited essays", where=labels.__getitem__)
 
 
 def fit_representations(

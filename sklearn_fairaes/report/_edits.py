@@ -132,13 +132,15 @@ def needed_texts(plan: Plan) -> list[NeededText]:
     """Every text the audit of ``plan`` would ask a fitted system for, in a stable order.
 
     Per prompt: each essay (``"original"``), then the counterfactual edits
-    of the drawn essays that differ from them (``"edit"``, with
+    of the drawn essays, and of the few essays whose edits are probed first
+    (``_build.probed_rows``), that differ from them (``"edit"``, with
     ``perturbations``), then the paraphrases of the drawn essays that differ
     from them (``"paraphrase"``; not for short answers). Sections left out
     (``sections``), or with no representation that embeds new texts, need
     none of theirs.
     """
     from ..perturb._registry import resolve_perturbations
+    from ._build import probed_rows
     from ._embeddings import GivenEmbeddings
     from .analyses._counterfactual import held_out
     from .analyses._paraphrase_scores import paraphrase_sample
@@ -160,6 +162,9 @@ def needed_texts(plan: Plan) -> list[NeededText]:
             held = held_out(
                 len(rows), settings.n_perturbation_essays, settings.random_state, trained
             )
+            # and the essays whose edits a fitted system scores first (a probe)
+            probed = np.searchsorted(rows, probed_rows(plan, p))
+            held = np.union1d(held, probed)
             sample = [essays[j] for j in held]
             for label, perturbation in resolve_perturbations(
                 list(settings.perturbations),
@@ -469,8 +474,3 @@ def check_scored_files(plan: Plan) -> None:
     needed = needed_texts(plan)
     for name, est in files.items():
         est.check_covers(needed, name)
-
-
-def is_offline(estimator: Any) -> bool:
-    """Whether ``estimator`` answers from a scored file (its coverage checked up front)."""
-    return isinstance(estimator, ScoredTexts)

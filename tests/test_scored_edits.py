@@ -1,0 +1,355 @@
+"""Scoring offline (fairaes export-edits, --scored-edits) and the score change under paraphrase.
+
+The round trip is checked against the live run: a real model (TF-IDF +
+Ridge trained on 300 ASAP prompt 7 essays) behind a loopback HTTP service is
+audited as a --scorer; the same model scores the exported file in Python,
+and the audit with --scored-edits must give the same tables. The refusals
+use the package's demo essays (fast) and a word-count scorer.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scoring_server import ScoringServer
+from sklearn.pipeline import make_pipeline
+
+import sklearn_fairaes as sf
+from sklearn_fairaes.cli import main
+from sklearn_fairaes.metrics._bootstrap import bootstrap_interval, replicate_weights
+from sklearn_fairaes.report import AuditInputError
+from sklearn_fairaes.report._edits import EXPORT_COLUMNS, export_texts, text_sha256
+from sklearn_fairaes.scorers._examples import n_words
+
+N_TRAIN, N_AUDIT = 300, 50
+
+
+@pytest.fixture(scope="module")
+def engine(asap7):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import Ridge
+
+    train = asap7.iloc[:N_TRAIN]
+    model = make_pipeline(TfidfVectorizer(min_df=2), Ridge(alpha=1.0))
+    return model.fit(list(train["essay"]), train["domain1_score"].astype(float))
+
+
+@pytest.fixture(scope="module")
+def asap_file(asap7, tmp_path_factory):
+    frame = asap7.iloc[N_TRAIN : N_TRAIN + N_AUDIT][["essay_id", "essay", "domain1_score"]]
+    frame = frame.rename(columns={"domain1_score": "score"}).reset_index(drop=True)
+    frame["paraphrase"] = frame["essay"].str.replace(" the ", " that ", regex=False)
+    path = tmp_path_factory.mktemp("asap") / "essays.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _options(data, cache, *extra):
+    return [
+        str(data), "--text-col", "essay", "--score-col", "score", "--id-col", "essay_id",
+        "--score-range", "0,24", "--paraphrase-col", "paraphrase",
+        "--representations", "tfidf,bow", "--perturbations", "typos,sentence_shuffle",
+        "--n-perturbation-essays", "20", "--n-paraphrase-samples", "30",
+        "--bootstrap", "50", "--no-features", "--quiet", "--cache", str(cache), *extra,
+    ]  # fmt: skip
+
+
+def _score_file(path, predict):
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame["score"] = predict(list(frame["text"]))
+    out = path.with_name("scored.csv")
+    frame.to_csv(out, index=False)
+    return out
+
+
+@pytest.mark.network
+def test_offline_round_trip_equals_the_live_scorer(engine, asap_file, tmp_path):
+    live, offline = tmp_path / "live", tmp_path / "offline"
+    with ScoringServer(engine) as server:
+        args = _options(asap_file, tmp_path / "c1", "--scorer", f"engine={server.url}")
+        assert main(["audit", *args, "--out", str(live)]) == 0
+        assert server.n_requests > 0
+        sent = {t for batch in server.requests for t in batch}
+    export = tmp_path / "texts.csv"
+    assert (
+        main(["export-edits", *_options(asap_file, tmp_path / "c2"), "--out", str(export)])
+        == 0
+    )
+    texts = pd.read_csv(export, dtype=str, keep_default_na=False)
+    assert tuple(texts.columns) == EXPORT_COLUMNS
+    assert set(texts["kind"]) == {"original", "edit", "paraphrase"}
+    assert (texts["score"] == "").all() and (texts["repeat"] == "0").all()
+    # exactly the texts the live scorer was asked for
+    assert set(texts["text"]) == sent
+    # scored in Python by the same model, read back: the same tables
+    scored = _score_file(export, engine.predict)
+    args = _options(asap_file, tmp_path / "c3", "--scored-edits", f"engine={scored}")
+    assert main(["audit", *args, "--out", str(offline)]) == 0
+    a = json.loads((live / "results.json").read_text())["tables"]
+    b = json.loads((offline / "results.json").read_text())["tables"]
+    for name in (
+        "perturbation", "perturbation_examples", "paraphrase", "paraphrase_scores",
+        "paraphrase_essays", "predictions", "agreement",
+    ):  # fmt: skip
+        assert a[name] == b[name] and a[name], name
+    # the live scorer is fitted: one paraphrase row, re-scored on 30 essays
+    (row,) = a["paraphrase_scores"]
+    assert row["system"] == "engine" and row["n_essays"] == 30
+
+
+def test_export_ids_are_stable_and_name_the_text(tmp_path):
+    df = sf.load_demo_essays().iloc[:40]
+    kw = dict(
+        text_col="essay", score_col="score", id_col="essay_id", score_range=(0, 12),
+        paraphrases="paraphrase", representations=["tfidf"], perturbations="typos",
+        n_perturbation_essays=10, features=False, cache=False,
+    )  # fmt: skip
+    first = export_texts(df, **kw)
+    # the same data and options: the same rows, in the same order
+    assert export_texts(df, **kw).equals(first)
+    # an essay's id does not depend on its position (the essays drawn do)
+    again = export_texts(df.iloc[::-1].reset_index(drop=True), **kw)
+    kept = again["kind"] == "original"
+    assert set(again.loc[kept, "text_id"]) == set(
+        first.loc[first["kind"] == "original", "text_id"]
+    )
+    assert first["text_id"].is_unique
+    for row in first.head(60).to_dict("records"):
+        essay, kind, edit, k, rep, digest = row["text_id"].rsplit(":", 5)
+        assert (essay, kind, edit, k, rep) == (
+            row["essay_id"], row["kind"], row["edit"], "0", "r0",
+        )  # fmt: skip
+        assert digest == text_sha256(row["text"])[:12]
+    originals = first[first["kind"] == "original"]
+    assert list(originals["text"]) == list(df["essay"])
+    # another seed edits other essays
+    other = export_texts(df, **{**kw, "random_state": 1})
+    assert set(other["text_id"]) != set(first["text_id"])
+
+
+# -- refusals -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demo")
+    df = sf.load_demo_essays().iloc[:40]
+    data = folder / "d.csv"
+    df.to_csv(data, index=False)
+    opts = [
+        str(data), "--text-col", "essay", "--score-col", "score", "--id-col", "essay_id",
+        "--score-range", "0,12", "--paraphrase-col", "paraphrase", "--representations",
+        "tfidf", "--perturbations", "typos", "--n-perturbation-essays", "10",
+        "--no-features", "--bootstrap", "0", "--quiet", "--no-cache",
+    ]  # fmt: skip
+    export = folder / "texts.csv"
+    assert main(["export-edits", *opts, "--out", str(export)]) == 0
+    scored = _score_file(export, n_words)
+    return {"data": data, "opts": opts, "export": export, "scored": scored, "df": df}
+
+
+def _audit_with(demo, frame, tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "out"
+    code = main(["audit", *demo["opts"], "--scored-edits", f"wc={path}", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert not out.exists()
+    return err
+
+
+def _scored(demo):
+    return pd.read_csv(demo["scored"], dtype=str, keep_default_na=False)
+
+
+def test_a_scored_file_audits_like_the_function_scorer(demo, tmp_path):
+    args = ["audit", *demo["opts"], "--out"]
+    assert main([*args, str(tmp_path / "a"), "--scored-edits", f"wc={demo['scored']}"]) == 0
+    spec = "wc=python:sklearn_fairaes.scorers._examples:n_words"
+    assert main([*args, str(tmp_path / "b"), "--scorer", spec]) == 0
+    a = json.loads((tmp_path / "a" / "results.json").read_text())["tables"]
+    b = json.loads((tmp_path / "b" / "results.json").read_text())["tables"]
+    for name in ("perturbation", "paraphrase_scores", "paraphrase_essays", "predictions"):
+        assert a[name] == b[name] and a[name], name
+
+
+def test_an_empty_score_is_refused_naming_the_text_and_line(demo, tmp_path, capsys):
+    frame = _scored(demo)
+    frame.loc[[3, 7], "score"] = ""
+    err = _audit_with(demo, frame, tmp_path, capsys)
+    assert "2 text(s) have no score" in err and "line(s) 5, 9" in err
+    assert repr(frame.loc[3, "text_id"]) in err
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("seven", "is 'seven', not a number"), ("nan", "not finite"), ("inf", "not finite")],
+)
+def test_a_bad_score_is_refused(demo, tmp_path, capsys, value, message):
+    frame = _scored(demo)
+    frame.loc[2, "score"] = value
+    err = _audit_with(demo, frame, tmp_path, capsys)
+    assert message in err and repr(frame.loc[2, "text_id"]) in err
+
+
+def test_a_changed_text_is_refused(demo, tmp_path, capsys):
+    frame = _scored(demo)
+    frame.loc[5, "text"] = frame.loc[5, "text"].strip() + " "
+    err = _audit_with(demo, frame, tmp_path, capsys)
+    assert "no longer match their text id" in err and "line(s) 7" in err
+
+
+def test_duplicate_ids_are_refused(demo, tmp_path, capsys):
+    frame = _scored(demo)
+    frame = pd.concat([frame, frame.iloc[[4]]], ignore_index=True)
+    err = _audit_with(demo, frame, tmp_path, capsys)
+    assert "text ids appear more than once" in err and repr(frame.loc[4, "text_id"]) in err
+
+
+def test_missing_texts_are_refused_before_any_work(demo, tmp_path, capsys):
+    frame = _scored(demo)
+    edits = frame.index[frame["kind"] == "edit"][:3]
+    err = _audit_with(demo, frame.drop(index=edits), tmp_path, capsys)
+    assert "3 of the" in err and "texts the audit needs are not in the file (edit" in err
+    assert repr(frame.loc[edits[0], "text_id"]) in err
+    # exported with other options: the audit draws other essays
+    out = tmp_path / "out2"
+    opts = [*demo["opts"]]
+    opts[opts.index("--n-perturbation-essays") + 1] = "12"
+    code = main(
+        ["audit", *opts, "--scored-edits", f"wc={demo['scored']}", "--out", str(out)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "same options as this audit" in err and not out.exists()
+
+
+def test_a_file_of_another_data_set_is_refused(demo, tmp_path, capsys):
+    other = sf.load_demo_essays().iloc[100:140]
+    frame = export_texts(
+        other, text_col="essay", score_col="score", id_col="essay_id",
+        score_range=(0, 12), paraphrases="paraphrase", representations=["tfidf"],
+        perturbations="typos", n_perturbation_essays=10, features=False, cache=False,
+    )  # fmt: skip
+    frame["score"] = n_words(list(frame["text"]))
+    err = _audit_with(demo, frame, tmp_path, capsys)
+    assert "exported from another data set" in err
+
+
+def test_a_text_missing_from_the_file_in_python_names_the_system(demo):
+    frame = _scored(demo)
+    frame = frame[frame["kind"] != "paraphrase"]
+    with pytest.raises(AuditInputError, match=r"scored_edits 'wc' \(a DataFrame\): \d+ of"):
+        sf.audit(
+            demo["df"], text_col="essay", score_col="score", id_col="essay_id",
+            score_range=(0, 12), paraphrases="paraphrase", representations=["tfidf"],
+            perturbations="typos", n_perturbation_essays=10, features=False,
+            n_bootstrap=0, cache=False, scored_edits={"wc": frame},
+        )  # fmt: skip
+
+
+# -- the export file ----------------------------------------------------------------
+
+
+def test_the_export_never_overwrites_a_file_we_did_not_write(demo, tmp_path, capsys):
+    args = ["export-edits", *demo["opts"], "--out"]
+    mine = tmp_path / "mine.csv"
+    mine.write_text("precious\n")
+    assert main([*args, str(mine)]) == 2
+    assert main([*args, str(mine), "--force"]) == 2
+    assert mine.read_text() == "precious\n"
+    assert "not an unscored export" in capsys.readouterr().err
+    # a scored export is the user's work: refused even with --force
+    scored = tmp_path / "scored.csv"
+    scored.write_bytes(demo["scored"].read_bytes())
+    assert main([*args, str(scored), "--force"]) == 2
+    assert scored.read_bytes() == demo["scored"].read_bytes()
+    # an unscored export of ours is replaced with --force, byte for byte the same
+    again = tmp_path / "again.csv"
+    again.write_bytes(demo["export"].read_bytes())
+    assert main([*args, str(again)]) == 2
+    assert main([*args, str(again), "--force"]) == 0
+    assert again.read_bytes() == demo["export"].read_bytes()
+    assert main([*args, str(tmp_path / "texts.txt")]) == 2
+    assert "give a .csv file name" in capsys.readouterr().err
+
+
+def test_dry_run_counts_the_edited_and_paraphrased_texts(demo, capsys):
+    spec = "wc=python:sklearn_fairaes.scorers._examples:n_words"
+    export = pd.read_csv(demo["export"], dtype=str, keep_default_na=False)
+    code = main(["audit", *demo["opts"], "--scorer", spec, "--dry-run", "--out", "x"])
+    out = capsys.readouterr().out
+    assert code == 0
+    kinds = export["kind"].value_counts()
+    n = export["text"].nunique()
+    calls = -(-n // sf.scorers.FunctionScorer("m:f").batch_size)
+    assert (
+        f"{calls} call(s) for the {len(export)} texts the audit would send "
+        f"({kinds['original']} essays, {kinds['edit']} edited, "
+        f"{kinds['paraphrase']} paraphrased)"
+    ) in out
+    code = main(["audit", *demo["opts"], "--scored-edits", f"wc={demo['scored']}",
+                 "--dry-run", "--out", "x"])  # fmt: skip
+    assert code == 0 and f"0 of the {len(export)} texts" in capsys.readouterr().out
+
+
+# -- the score change under paraphrase ---------------------------------------------------
+
+
+def test_paraphrase_score_change_equals_a_hand_computation(engine, asap7):
+    frame = asap7.iloc[N_TRAIN : N_TRAIN + N_AUDIT].reset_index(drop=True)
+    frame = frame.assign(
+        score=frame["domain1_score"].astype(float),
+        paraphrase=frame["essay"].str.replace(" the ", " that ", regex=False),
+        given=frame["domain1_score"].astype(float),
+    )
+    res = sf.audit(
+        frame, text_col="essay", score_col="score", score_range=(0, 24),
+        paraphrases="paraphrase", representations=["tfidf"], systems={"given": "given"},
+        models={"engine": engine}, refit=False, features=False, n_paraphrase_samples=25,
+        n_bootstrap=200, cache=False,
+    )  # fmt: skip
+    essays = res.tables["paraphrase_essays"]
+    assert set(essays["system"]) == {"engine"}  # the given scores cannot be re-scored
+    assert any("'given' is left out" in n for n in res.meta["notes"])
+    rng = np.random.default_rng(0)
+    held = np.sort(rng.choice(N_AUDIT, size=25, replace=False))
+    ids = res.tables["predictions"]["id"].to_numpy()  # the row numbers, from 1
+    assert list(essays["id"]) == [str(i + 1) for i in held] == list(ids[held])
+    original = frame["essay"].to_numpy()[held]
+    para = frame["paraphrase"].to_numpy()[held]
+    differs = original != para
+    want = engine.predict(list(para)) - engine.predict(list(original))
+    np.testing.assert_allclose(essays["change"], np.where(differs, want, 0.0), atol=1e-12)
+    (row,) = res.tables["paraphrase_scores"].to_dict("records")
+    c = want[differs]
+    assert row["n_paraphrased"] == differs.sum() > 10
+    assert row["mean_abs_change"] == pytest.approx(np.mean(np.abs(c)))
+    assert row["max_abs_change"] == pytest.approx(np.max(np.abs(c)))
+    assert row["share_changed"] == pytest.approx(np.mean(np.abs(c) > 0.5))
+    w = replicate_weights(ids, 200, 0, stream="all")[:, held][:, differs]
+    low, high = bootstrap_interval((w @ np.abs(c)) / w.sum(axis=1), 0.95)
+    assert (row["mean_abs_change_ci_low"], row["mean_abs_change_ci_high"]) == pytest.approx(
+        (low, high)
+    )
+    assert low < row["mean_abs_change"] < high
+
+
+def test_a_trained_baseline_is_refitted_and_rescored_per_representation():
+    df = sf.load_demo_essays().iloc[:60]
+    res = sf.audit(
+        df, text_col="essay", score_col="score", score_range=(0, 12),
+        paraphrases="paraphrase", representations=["tfidf", "bow"], models=["ridge"],
+        features=False, n_bootstrap=0, cache=False,
+    )  # fmt: skip
+    table = res.tables["paraphrase_scores"]
+    assert sorted(table["representation"]) == ["bow", "tfidf"]
+    # with a baseline, a fifth of the essays is held out (12 of 60)
+    assert set(table["n_essays"]) == {12}
+    assert table["mean_abs_change_ci_low"].isna().all()  # no bootstrap asked for
+    html = res.to_html()
+    assert "Score change when an essay is paraphrased" in html
+    assert "Essays to review: the largest score changes under paraphrase" in html
