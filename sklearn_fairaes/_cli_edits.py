@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -84,24 +85,27 @@ def _check_out(args: argparse.Namespace) -> Path:
     return target
 
 
-def _needed(args: argparse.Namespace) -> list[Any]:
-    """The texts the audit of these options would ask a scorer for (``report._edits``)."""
-    from .cli import audit_from_args
-    from .report._edits import needed_texts, plan_only
+def _needed(args: argparse.Namespace, run: Callable[..., Any]) -> list[Any]:
+    """The texts the audit of these options would ask a scorer for (``report._edits``).
+
+    ``run`` is ``cli.audit_from_args`` (passed in: this module does not import ``cli``).
+    """
+    from .report._edits import needed_texts
+    from .report._export import plan_only
 
     def plan_texts(data: Any, **options: Any) -> list[Any]:
         return needed_texts(plan_only(data, **options))
 
-    return list(audit_from_args(args, call=plan_texts, doing="listing the texts of"))
+    return list(run(args, call=plan_texts, doing="listing the texts of"))
 
 
-def cmd_export_edits(args: argparse.Namespace) -> int:
-    """Run ``fairaes export-edits``."""
+def cmd_export_edits(args: argparse.Namespace, run: Callable[..., Any]) -> int:
+    """Run ``fairaes export-edits`` (``run``: ``cli.audit_from_args``)."""
     from ._cli_gate import _write
     from .report._edits import needed_frame
 
     target = _check_out(args)
-    frame = needed_frame(_needed(args))
+    frame = needed_frame(_needed(args, run))
     # every field quoted: a text's line ends and separators come back as written
     text = frame.to_csv(index=False, quoting=csv.QUOTE_ALL, lineterminator="\n")
     _write(target, text)
@@ -116,11 +120,13 @@ def cmd_export_edits(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def count_calls(args: argparse.Namespace, scorers: dict[str, Any]) -> None:
+def count_calls(
+    args: argparse.Namespace, scorers: dict[str, Any], run: Callable[..., Any]
+) -> None:
     """``--dry-run``: print the calls each scorer needs for every text the audit sends it."""
     from .report._edits import ScoredTexts
 
-    needed = _needed(args)
+    needed = _needed(args, run)
     texts = [t.text for t in needed]
     kinds = Counter(t.kind for t in needed)
     what = (
@@ -139,8 +145,13 @@ def count_calls(args: argparse.Namespace, scorers: dict[str, Any]) -> None:
         )
 
 
-def add_parser(sub: Any, add_audit_arguments: Callable[..., None]) -> None:
-    """Add ``export-edits`` with the options of ``audit`` (``add_audit_arguments``)."""
+def add_parser(
+    sub: Any, add_audit_arguments: Callable[..., None], run: Callable[..., Any]
+) -> None:
+    """Add ``export-edits`` with the options of ``audit`` (``add_audit_arguments``).
+
+    ``run`` is ``cli.audit_from_args``, which reads the data and options.
+    """
     p = sub.add_parser(
         "export-edits",
         help="write every text the audit would ask a scorer for, to score offline",
@@ -169,4 +180,4 @@ def add_parser(sub: Any, add_audit_arguments: Callable[..., None]) -> None:
         metavar="FILE.csv",
         force="replace an earlier export at --out whose score column is still empty",
     )
-    p.set_defaults(func=cmd_export_edits)
+    p.set_defaults(func=functools.partial(cmd_export_edits, run=run))

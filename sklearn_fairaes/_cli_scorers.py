@@ -117,11 +117,11 @@ def _scored_files(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, An
         raise BadInput(f"--scored-edits: {exc}") from None
 
 
-def dry_run(args: argparse.Namespace) -> int:
+def dry_run(args: argparse.Namespace, run: Any) -> int:
     """``--dry-run``: the calls each scorer needs for every text the audit sends it; none is sent.
 
     The texts are those ``fairaes export-edits`` lists: the essays, the
-    counterfactual edits and the paraphrases.
+    counterfactual edits and the paraphrases; ``run`` is ``cli.audit_from_args``.
     """
     scorers = build_scorers(args)
     if not scorers:
@@ -131,7 +131,7 @@ def dry_run(args: argparse.Namespace) -> int:
         )
     from ._cli_edits import count_calls
 
-    count_calls(args, scorers)
+    count_calls(args, scorers, run)
     return EXIT_OK
 
 

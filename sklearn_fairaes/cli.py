@@ -662,7 +662,7 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
 def _cmd_audit(args: argparse.Namespace) -> int:
     _check_options(args)
     if args.dry_run:
-        return dry_run(args)  # before --out is claimed: a dry run writes nothing
+        return dry_run(args, audit_from_args)  # before --out is claimed: writes nothing
     claim = _claim_output(args, _inputs(args))
     try:
         result = audit_from_args(args)
@@ -1085,7 +1085,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_parsers(sub)
     from ._cli_edits import add_parser as add_export_edits
 
-    add_export_edits(sub, _add_audit_arguments)
+    add_export_edits(sub, _add_audit_arguments, audit_from_args)
     return parser
 
 

@@ -21,7 +21,8 @@ import sklearn_fairaes as sf
 from sklearn_fairaes.cli import main
 from sklearn_fairaes.metrics._bootstrap import bootstrap_interval, replicate_weights
 from sklearn_fairaes.report import AuditInputError
-from sklearn_fairaes.report._edits import EXPORT_COLUMNS, export_texts, text_sha256
+from sklearn_fairaes.report._edits import EXPORT_COLUMNS, text_sha256
+from sklearn_fairaes.report._export import export_texts
 from sklearn_fairaes.scorers._examples import n_words
 
 N_TRAIN, N_AUDIT = 300, 50

@@ -49,6 +49,7 @@ from ._build import (
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
 from ._config import AuditConfig
+from ._edits import check_scored_files
 from ._embeddings import GivenEmbeddings
 from ._load import REPORT_FORMAT
 from ._output import pause
@@ -561,6 +562,8 @@ def audit(
     started = time.time()
     results_before = result_counts()
     plan, embedding_cache, (hits, misses) = _prepare(arguments)
+    # a scored file holds every text the audit needs, or it stops here
+    check_scored_files(plan)
     chosen = [s for s in selected(plan.settings.sections) if s.analysis is not None]
     bar = Progress(progress, Progress.steps(plan, len(chosen)))
     # a Ctrl-C stops the audit even where it lands in a finaliser; only when

@@ -1,6 +1,6 @@
 """Scoring offline: the texts a scorer is asked for, exported and read back.
 
-``fairaes export-edits`` writes every text the audit would ask a scorer for
+``fairaes export-edits`` (``report._export``) writes every text the audit would ask a scorer for
 -- the essays, the counterfactual edits, the paraphrases -- one row per text
 with a stable id; the user scores them anywhere and fills the ``score``
 column; ``audit(scored_edits={name: file})`` (``--scored-edits NAME=FILE``)
@@ -25,7 +25,6 @@ score per text; the column exists for repeated scoring).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +45,6 @@ __all__ = [
     "EXPORT_COLUMNS",
     "NeededText",
     "ScoredTexts",
-    "export_texts",
     "needed_texts",
     "read_scored",
     "with_scored_edits",
@@ -204,42 +202,6 @@ def needed_frame(needed: Sequence[NeededText]) -> DataFrame:
         ],
         columns=list(EXPORT_COLUMNS),
     )
-
-
-class _Unscored:
-    """The system the export plans for: audited from a file, never called here."""
-
-    def predict(self, X: Any) -> Any:  # pragma: no cover - never called
-        raise RuntimeError("the export plans the audit; it scores nothing")
-
-
-#: The placeholder system's name in the export's plan.
-EXPORT_SYSTEM = "scored file"
-
-
-def plan_only(data: Any, **options: Any) -> Plan:
-    """The audit's plan for ``data`` and ``options`` (audit()'s keywords); nothing run.
-
-    When no scorer is named, the plan has the one a scored file becomes
-    (``scored_edits``), so that the essays drawn are those of that audit.
-    """
-    from ._audit import _prepare, audit
-
-    try:
-        bound = inspect.signature(audit).bind(data, **options)
-    except TypeError as exc:
-        raise AuditInputError(str(exc)) from None
-    bound.apply_defaults()
-    arguments = dict(bound.arguments)
-    if not arguments.get("scorers") and not arguments.get("scored_edits"):
-        arguments["scorers"] = {EXPORT_SYSTEM: _Unscored()}
-    arguments["scored_edits"] = None  # the file to be written is not read
-    return _prepare(arguments)[0]
-
-
-def export_texts(data: Any, **options: Any) -> DataFrame:
-    """The export file's rows for ``data`` audited with ``options``; see the module docstring."""
-    return needed_frame(needed_texts(plan_only(data, **options)))
 
 
 # -- reading a scored file ------------------------------------------------------------

@@ -108,12 +108,9 @@ def probe_scorers(plan: Any) -> None:
     answers are cached: the full scoring does not ask for them again).
     """
     from ..scorers._base import CallScorer
-    from ._edits import check_scored_files
     from ._inputs import _Where
     from ._scoring import predict_scores
 
-    # a scored file holds every text the audit needs, or it stops here
-    check_scored_files(plan)
     where = _Where(plan.prompt_ids, plan.prompt_col is not None)
     sample = plan.essays[:PROBED]
     for name, est in plan.fitted.items():
