@@ -172,10 +172,15 @@ def test_a_scored_file_audits_like_the_function_scorer(demo, tmp_path):
     assert main([*args, str(tmp_path / "a"), "--scored-edits", f"wc={demo['scored']}"]) == 0
     spec = "wc=python:sklearn_fairaes.scorers._examples:n_words"
     assert main([*args, str(tmp_path / "b"), "--scorer", spec]) == 0
-    a = json.loads((tmp_path / "a" / "results.json").read_text())["tables"]
+    results = json.loads((tmp_path / "a" / "results.json").read_text())
+    a = results["tables"]
     b = json.loads((tmp_path / "b" / "results.json").read_text())["tables"]
     for name in ("perturbation", "paraphrase_scores", "paraphrase_essays", "predictions"):
         assert a[name] == b[name] and a[name], name
+    # the report names the file, not its rows
+    assert results["meta"]["systems"]["wc"]["description"] == (
+        f"fitted model, used as it is: scores read from {demo['scored']} (scored offline)"
+    )
 
 
 def test_an_empty_score_is_refused_naming_the_text_and_line(demo, tmp_path, capsys):
@@ -354,3 +359,43 @@ def test_a_trained_baseline_is_refitted_and_rescored_per_representation():
     html = res.to_html()
     assert "Score change when an essay is paraphrased" in html
     assert "Essays to review: the largest score changes under paraphrase" in html
+
+
+def test_the_lookup_scorer_is_a_regressor_that_clones_and_pickles(demo):
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+
+    from sklearn_fairaes.report._edits import ScoredTexts
+    from sklearn_fairaes.scorers import ScorerError
+
+    est = ScoredTexts(str(demo["scored"]), name="s.csv").fit()
+    texts = list(_scored(demo)["text"][:5])
+    np.testing.assert_allclose(est.predict(texts), n_words(texts))
+    np.testing.assert_allclose(
+        pickle.loads(pickle.dumps(est)).predict(texts), n_words(texts)
+    )
+    with pytest.raises(NotFittedError, match="not fitted"):
+        clone(est).predict(texts)
+    with pytest.raises(ScorerError, match=r"1 of the 2 texts are not in s.csv") as info:
+        est.predict([texts[0], "a text nobody exported"])
+    assert info.value.position == 1
+    assert est._description() == "scores read from s.csv (scored offline)"
+
+
+def test_a_model_failing_on_a_paraphrase_is_named_with_the_essay():
+    from hostile_models import KnownTextsOnly
+
+    demo = sf.load_demo_essays().iloc[:12].reset_index(drop=True)
+    model = KnownTextsOnly(unseen="nan").fit(list(demo["essay"]))
+    with pytest.raises(
+        AuditInputError,
+        match=r"model 'm' predicted a non-finite score \(nan\) for the paraphrase of "
+        r"essay '\d+' \(\d+ such paraphrased essay\(s\) of \d+\)",
+    ):
+        sf.audit(
+            demo, text_col="essay", score_col="score", models={"m": model}, refit=False,
+            representations=["tfidf"], paraphrases="paraphrase", features=False,
+            n_bootstrap=0, cache=False,
+        )  # fmt: skip

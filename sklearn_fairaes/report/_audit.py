@@ -341,7 +341,11 @@ def audit(
         all pairs).
     n_paraphrase_samples : int, default=100
         Essays sampled for the paraphrase-robustness ranking (at most all of
-        them).
+        them), and drawn for the score change under paraphrase: every system
+        that can score a text re-scores their paraphrases (tables
+        ``"paraphrase_scores"`` and ``"paraphrase_essays"``); with a trained
+        baseline at most a fifth of the essays is drawn, and the baseline is
+        refitted on the others, as for the counterfactual edits.
     perturbations : None, "default", "all", str or list of str, default=None
         Adds the counterfactual audit (see *Perturbation tables* below): names
         from :data:`~sklearn_fairaes.perturb.PERTURBATION_NAMES`, ``"default"``

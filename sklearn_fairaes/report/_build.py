@@ -205,8 +205,12 @@ def describe_model(model: Any) -> str:
     """``Name(param=value, ...)`` with only the parameters changed from the defaults.
 
     sklearn's repr does this already; other libraries' (XGBoost's) list every
-    parameter, which drowns the settings that matter in a report.
+    parameter, which drowns the settings that matter in a report. A model
+    that says itself what it is (``_description()``: a scored file) is taken
+    at its word.
     """
+    if callable(getattr(model, "_description", None)):
+        return str(model._description())
     params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
     try:
         defaults = type(model)().get_params(deep=False)

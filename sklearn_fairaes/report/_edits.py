@@ -345,13 +345,18 @@ class ScoredTexts(RegressorMixin, BaseEstimator):
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "scores_")
 
+    def _description(self) -> str:
+        # the report's words for it (describe_model): the file, not its rows
+        return f"scores read from {self.name} (scored offline)"
+
     def predict(self, X: Sequence[str]) -> NDArray[np.float64]:
         """The file's score of each text, or a ScorerError naming the first missing one."""
+        from sklearn.utils.validation import check_is_fitted
+
         from ..scorers._base import ScorerError
         from ._inputs import short
 
-        if not hasattr(self, "scores_"):
-            self.fit()
+        check_is_fitted(self)
         texts = list(X)
         out = np.empty(len(texts))
         missing: list[int] = []
@@ -373,8 +378,9 @@ class ScoredTexts(RegressorMixin, BaseEstimator):
 
     def check_covers(self, needed: Sequence[NeededText], system: str) -> None:
         """Refuse, before the long work, a file lacking texts the audit needs."""
-        if not hasattr(self, "scores_"):
-            self.fit()
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
         missing = [t for t in needed if (t.sha256, t.repeat) not in self.scores_]
         if not missing:
             return

@@ -180,9 +180,10 @@ def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
     """The paraphrase rankings' NDCG per representation, and the systems' score change."""
-    scores = _score_view(tables, meta)
     if not _present(tables, "paraphrase"):
-        return {"table": None, "source": meta.get("paraphrase_source"), **scores}
+        # the analysis did not run on this prompt: neither half has rows
+        return {"table": None, "source": meta.get("paraphrase_source"), "scores": None}
+    scores = _score_view(tables, meta)
     table = tables["paraphrase"]
     _check_table(
         table,
@@ -305,13 +306,7 @@ def _score_view(
 
 SECTION = Section(
     "paraphrase",
-    (
-        Heading(
-            "paraphrase",
-            "Paraphrase robustness",
-            ("paraphrase", "paraphrase_scores"),
-        ),
-    ),
+    (Heading("paraphrase", "Paraphrase robustness", ("paraphrase",)),),
     analysis=ANALYSIS,
     view=view,
     schema={

@@ -102,6 +102,8 @@ def score_change(study: Study) -> tuple[dict[str, Any], list[str], dict[Any, Any
     [['engine', 10, 10]]
     """
     from ...metrics._bootstrap import bootstrap_interval
+    from .._inputs import short
+    from .._scoring import predict_scores
     from ._counterfactual import _can_rescore, _names, rescoring_pipelines
 
     pd = require("pandas", purpose="the audit")
@@ -140,12 +142,12 @@ def score_change(study: Study) -> tuple[dict[str, Any], list[str], dict[Any, Any
     rows: list[dict[str, Any]] = []
     essays: list[Any] = []
     replicates: dict[Any, Any] = {}
-    # a fitted system's scores do not depend on the representation: scored
-    # once, under ""; a trained baseline under each representation it has
-    jobs: list[tuple[str, dict[str, Any]]] = []
-    fitted = {n: s for n, s in able.items() if s.kind == "fitted"}
-    if fitted:
-        jobs.append(("", rescoring_pipelines(study, "", None, fitted, train, WHAT)[0]))
+    # a fitted system's scores do not depend on the representation: its
+    # paraphrases are scored once, under "", beside its scores of the essays;
+    # a trained baseline is refitted, and scores both, under each representation
+    fitted = [n for n, s in able.items() if s.kind == "fitted"]
+    ids = study.ids[held][differs]
+    jobs: list[tuple[str, str, Any]] = [("", n, None) for n in fitted]
     for rname, space in study.spaces.items():
         mine = {n: s for n, s in able.items() if s.kind == "trained" and rname in s.scores}
         if not mine or space.transformer is None:
@@ -155,56 +157,68 @@ def score_change(study: Study) -> tuple[dict[str, Any], list[str], dict[Any, Any
         )
         if failed is not None:
             notes.append(f"Score change under paraphrase: {failed}")
-        jobs.append((rname, pipes))
-    for rep, pipes in jobs:
-        for name, pipe in pipes.items():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", category=UserWarning)
-                both = np.asarray(pipe.predict(originals + changed), dtype=float)
-            y0 = both[: len(originals)]
-            y1 = y0.copy()
-            y1[differs] = both[len(originals) :]
-            change = y1 - y0
-            c = change[differs]
-            row: dict[str, Any] = {
-                "representation": rep,
-                "system": name,
-                "n_essays": len(held),
-                "n_paraphrased": int(differs.sum()),
-                "tolerance": tol,
-            }
-            if c.size:
-                low = high = float("nan")
-                if weights is not None:
-                    w = weights[:, held][:, differs]
-                    total = w.sum(axis=1)
-                    with np.errstate(invalid="ignore", divide="ignore"):
-                        reps = (w @ np.abs(c)) / total
-                    replicates[("paraphrase_scores", rep, name, "mean_abs_change")] = reps
-                    low, high = bootstrap_interval(reps, level)
-                row.update(
-                    mean_abs_change=float(np.mean(np.abs(c))),
-                    mean_abs_change_ci_low=low,
-                    mean_abs_change_ci_high=high,
-                    mean_change=float(np.mean(c)),
-                    share_changed=float(np.mean(np.abs(c) > tol)),
-                    max_abs_change=float(np.max(np.abs(c))),
-                )
-            rows.append(row)
-            essays.append(
-                pd.DataFrame(
-                    {
-                        "representation": rep,
-                        "system": name,
-                        "id": study.ids[held],
-                        "paraphrased": differs,
-                        "score_original": y0,
-                        "score_paraphrase": y1,
-                        "change": change,
-                    },
-                    columns=list(ESSAY_COLUMNS),
-                )
+        jobs += [(rname, n, pipe) for n, pipe in pipes.items()]
+    for rep, name, pipe in jobs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            if pipe is None:
+                system = able[name]
+                y0 = np.asarray(system.scores[None], dtype=float)[held]
+                y1 = y0.copy()
+                if changed:
+                    y1[differs] = predict_scores(
+                        name,
+                        system.estimator,
+                        changed,
+                        what=WHAT,
+                        where=lambda i: f"the paraphrase of essay {short(ids[i])}",
+                    )
+            else:
+                y0 = np.asarray(pipe.predict(originals), dtype=float)
+                y1 = y0.copy()
+                if changed:
+                    y1[differs] = pipe.predict(changed)
+        change = y1 - y0
+        c = change[differs]
+        row: dict[str, Any] = {
+            "representation": rep,
+            "system": name,
+            "n_essays": len(held),
+            "n_paraphrased": int(differs.sum()),
+            "tolerance": tol,
+        }
+        if c.size:
+            low = high = float("nan")
+            if weights is not None:
+                w = weights[:, held][:, differs]
+                total = w.sum(axis=1)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    reps = (w @ np.abs(c)) / total
+                replicates[("paraphrase_scores", rep, name, "mean_abs_change")] = reps
+                low, high = bootstrap_interval(reps, level)
+            row.update(
+                mean_abs_change=float(np.mean(np.abs(c))),
+                mean_abs_change_ci_low=low,
+                mean_abs_change_ci_high=high,
+                mean_change=float(np.mean(c)),
+                share_changed=float(np.mean(np.abs(c) > tol)),
+                max_abs_change=float(np.max(np.abs(c))),
             )
+        rows.append(row)
+        essays.append(
+            pd.DataFrame(
+                {
+                    "representation": rep,
+                    "system": name,
+                    "id": study.ids[held],
+                    "paraphrased": differs,
+                    "score_original": y0,
+                    "score_paraphrase": y1,
+                    "change": change,
+                },
+                columns=list(ESSAY_COLUMNS),
+            )
+        )
     if not rows:
         return empty, notes, {}
     if not differs.any():
