@@ -399,3 +399,17 @@ def test_a_model_failing_on_a_paraphrase_is_named_with_the_essay():
             representations=["tfidf"], paraphrases="paraphrase", features=False,
             n_bootstrap=0, cache=False,
         )  # fmt: skip
+
+
+def test_given_scores_are_named_as_not_rescored_in_the_report():
+    df = sf.load_demo_essays().iloc[:30]
+    res = sf.audit(
+        df, text_col="essay", score_col="score", systems={"engine": "rater1"},
+        score_range=(0, 12), paraphrases="paraphrase", representations=["tfidf"],
+        features=False, n_bootstrap=0, cache=False,
+    )  # fmt: skip
+    assert res.tables["paraphrase_scores"].empty
+    assert (
+        "Not re-scored under paraphrase: engine (scores given as columns" in res.to_html()
+    )
+    assert any("'engine' is left out" in n for n in res.meta["notes"])

@@ -182,7 +182,13 @@ def view(
     """The paraphrase rankings' NDCG per representation, and the systems' score change."""
     if not _present(tables, "paraphrase"):
         # the analysis did not run on this prompt: neither half has rows
-        return {"table": None, "source": meta.get("paraphrase_source"), "scores": None}
+        return {
+            "table": None,
+            "source": meta.get("paraphrase_source"),
+            "scores": None,
+            "worst": None,
+            "not_rescored": [],
+        }
     scores = _score_view(tables, meta)
     table = tables["paraphrase"]
     _check_table(
