@@ -104,6 +104,11 @@ def cmd_export_edits(args: argparse.Namespace, run: Callable[..., Any]) -> int:
     from ._cli_gate import _write
     from .report._edits import needed_frame
 
+    if args.dry_run:
+        raise BadInput(
+            "--dry-run counts the calls of fairaes audit; export-edits sends no call "
+            "(it lists the texts, which is its own dry run)"
+        )
     target = _check_out(args)
     frame = needed_frame(_needed(args, run))
     # every field quoted: a text's line ends and separators come back as written

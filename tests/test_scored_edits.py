@@ -281,6 +281,9 @@ def test_the_export_never_overwrites_a_file_we_did_not_write(demo, tmp_path, cap
     assert again.read_bytes() == demo["export"].read_bytes()
     assert main([*args, str(tmp_path / "texts.txt")]) == 2
     assert "give a .csv file name" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "new.csv"), "--dry-run"]) == 2
+    assert "export-edits sends no call" in capsys.readouterr().err
+    assert not (tmp_path / "new.csv").exists()
 
 
 def test_dry_run_counts_the_edited_and_paraphrased_texts(demo, capsys):
@@ -356,6 +359,23 @@ def test_a_trained_baseline_is_refitted_and_rescored_per_representation():
     # with a baseline, a fifth of the essays is held out (12 of 60)
     assert set(table["n_essays"]) == {12}
     assert table["mean_abs_change_ci_low"].isna().all()  # no bootstrap asked for
+    # by hand: TF-IDF + Ridge refitted on the 48 essays not drawn, scoring the
+    # drawn essays and their paraphrases
+    from sklearn.linear_model import Ridge
+
+    assert res.meta["model_settings"]["ridge"] == "Ridge()"
+    held = np.sort(np.random.default_rng(0).choice(60, size=12, replace=False))
+    train = np.setdiff1d(np.arange(60), held)
+    essays, paras = df["essay"].to_numpy(), df["paraphrase"].to_numpy()
+    pipe = make_pipeline(sf.TfidfEssayVectorizer(), Ridge()).fit(
+        list(essays[train]), df["score"].to_numpy(float)[train]
+    )
+    want = pipe.predict(list(paras[held])) - pipe.predict(list(essays[held]))
+    got = res.tables["paraphrase_essays"]
+    got = got[got["representation"] == "tfidf"]
+    np.testing.assert_allclose(
+        got["change"], np.where(paras[held] != essays[held], want, 0)
+    )
     html = res.to_html()
     assert "Score change when an essay is paraphrased" in html
     assert "Essays to review: the largest score changes under paraphrase" in html
