@@ -1,4 +1,4 @@
-"""The ``--scorer`` flags of ``fairaes audit``: scorers you call, and the dry run.
+"""The ``--scorer`` flags of ``fairaes audit``: scorers you call, scored files, the dry run.
 
 An ``openai:MODEL@BASE_URL`` scorer takes its rubric from ``--scorer-prompt
 FILE`` (and ``--scorer-temperature``, ``--scorer-seed``): one template for
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._table_input import BadInput, read_table
+from ._table_input import BadInput
 
 __all__ = [
     "add_scorer_arguments",
@@ -116,8 +116,9 @@ def build_scorers(args: argparse.Namespace, score_range: Any = None) -> dict[str
 
     entries = getattr(args, "scorer", None) or []
     grader = _grader_options(args, entries)
+    out: dict[str, Any] = {}
     if not entries:
-        return {}
+        return _scored_files(args, out)
     folder = open_cache(_cache_from_cli(args)).path
     params: dict[str, Any] = {
         "cache": scorer_cache_path(folder),
@@ -127,7 +128,6 @@ def build_scorers(args: argparse.Namespace, score_range: Any = None) -> dict[str
         params["concurrency"] = args.scorer_concurrency
     if args.max_calls is not None:
         params["max_calls"] = args.max_calls
-    out: dict[str, Any] = {}
     for entry in entries:
         name, sep, spec = (part.strip() for part in entry.partition("="))
         if not sep or not name or not spec:
@@ -150,7 +150,7 @@ def build_scorers(args: argparse.Namespace, score_range: Any = None) -> dict[str
         except ValueError as exc:
             raise BadInput(f"--scorer {name}={spec}: {exc}") from None
         out[name] = scorer
-    return out
+    return _scored_files(args, out)
 
 
 def _grader_options(args: argparse.Namespace, entries: list[str]) -> dict[str, Any]:
@@ -187,41 +187,58 @@ def check_repeats_flag(args: argparse.Namespace) -> None:
     command says it in its own words before ``--out`` is claimed.
     """
     k = getattr(args, "repeats", 1)
-    if k is not None and k > 1 and not getattr(args, "scorer", None):
+    scored = getattr(args, "scorer", None) or getattr(args, "scored_edits", None)
+    # export-edits lists the repeats for a scorer you run offline
+    if getattr(args, "command", None) == "export-edits":
+        return
+    if k is not None and k > 1 and not scored:
         raise BadInput(
             f"--repeats {k} scores each essay again with the scorers you call, and no "
             f"--scorer NAME=SPEC is given (given scores, trained baselines and "
-            f"--model-file models are scored once); add a --scorer, or leave --repeats out"
+            f"--model-file models are scored once); add a --scorer (or a scored file, "
+            f"--scored-edits NAME=FILE), or leave --repeats out"
         )
 
 
-def dry_run(args: argparse.Namespace) -> int:
-    """``--dry-run``: the calls each scorer needs for the essays; none is sent."""
+def _scored_files(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with the systems of ``--scored-edits NAME=FILE``, each file read and checked."""
+    from .report import AuditInputError
+    from .report._edits import with_scored_edits
+
+    files: dict[str, str] = {}
+    for entry in getattr(args, "scored_edits", None) or []:
+        name, sep, path = (part.strip() for part in entry.partition("="))
+        if not sep or not name or not path:
+            raise BadInput(
+                f"--scored-edits takes NAME=FILE (the system's name, then the file "
+                f"fairaes export-edits wrote, scored), got {entry!r}"
+            )
+        if name in files:
+            raise BadInput(f"--scored-edits names the system {name!r} twice")
+        files[name] = path
+    if not files:
+        return out
+    try:
+        return dict(with_scored_edits(out, files) or {})
+    except AuditInputError as exc:
+        raise BadInput(f"--scored-edits: {exc}") from None
+
+
+def dry_run(args: argparse.Namespace, run: Any) -> int:
+    """``--dry-run``: the calls each scorer needs for every text the audit sends it; none is sent.
+
+    The texts are those ``fairaes export-edits`` lists: the essays, the
+    counterfactual edits and the paraphrases; ``run`` is ``cli.audit_from_args``.
+    """
     scorers = build_scorers(args)
     if not scorers:
-        raise BadInput("--dry-run counts the calls of --scorer; give a --scorer NAME=SPEC")
-    frame = read_table(args.data, encoding=args.encoding)
-    if args.text_col not in frame.columns:
         raise BadInput(
-            f"{args.data}: no column {args.text_col!r} (--text-col); its columns: "
-            f"{', '.join(map(str, frame.columns[:20]))}"
+            "--dry-run counts the calls of --scorer; give a --scorer NAME=SPEC (or "
+            "--scored-edits NAME=FILE to count the texts missing from the file)"
         )
-    essays = [t for t in frame[args.text_col].tolist() if isinstance(t, str)]
-    k = getattr(args, "repeats", 1) or 1
-    scored = f"the {len(essays)} essays" + (f" x {k} repeats" if k > 1 else "")
-    for name, scorer in scorers.items():
-        # repeat r is its own cache entry: raising --repeats counts only the new ones
-        n = sum(scorer.n_calls_needed(essays, repeat=r) for r in range(k))
-        per = (
-            "one essay per call"
-            if scorer.batch_size == 1
-            else f"batches of {scorer.batch_size}"
-        )
-        print(
-            f"scorer {name} ({scorer._spec()}): {n} call(s) for {scored} "
-            f"({per}, cached answers not counted); the edited essays of "
-            f"--perturbations add calls"
-        )
+    from ._cli_edits import count_calls
+
+    count_calls(args, scorers, run)
     return EXIT_OK
 
 
@@ -288,6 +305,18 @@ def add_scorer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the number of calls each --scorer needs for the essays (those "
+        help="print the number of calls each --scorer needs for every text the audit "
+        "would send it (the essays, the edited and the paraphrased essays; those "
         "without a cached answer) and exit before any call",
+    )
+    parser.add_argument(
+        "--scored-edits",
+        action="append",
+        default=None,
+        metavar="NAME=FILE",
+        help="a system scored offline: the .csv file that fairaes export-edits wrote "
+        "with the same options, its score column filled in. NAME is audited as a "
+        "--scorer would be, answering each text from the file; a file with a missing, "
+        "empty or non-numeric score, or a changed text, is refused before any work. "
+        "Repeatable",
     )

@@ -465,10 +465,11 @@ def _run_audit(
     prompt: str | None,
     paraphrases: str | bool | None,
     options: dict[str, Any],
+    call: Any = None,
 ) -> AuditResult:
     from .report import audit
 
-    return audit(
+    return (call or audit)(
         frame,
         text_col=args.text_col,
         score_col=args.score_col,
@@ -652,48 +653,49 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
     files = [args.data, args.prompt_file, args.prompts, args.scorer_prompt]
     if args.score_range is not None and Path(args.score_range).is_file():
         files.append(args.score_range)
-    for entry in (args.model_file or []) + (args.embeddings or []):
+    for entry in (
+        (args.model_file or []) + (args.embeddings or []) + (args.scored_edits or [])
+    ):
         files.append(entry.partition("=")[2].strip() or None)
     return files
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from .report import AuditInputError
-
     _check_options(args)
     if args.dry_run:
-        return dry_run(args)  # before --out is claimed: a dry run writes nothing
+        return dry_run(args, audit_from_args)  # before --out is claimed: writes nothing
     claim = _claim_output(args, _inputs(args))
     try:
-        frame = read_table(args.data, encoding=args.encoding)
-        options = _audit_options(args, frame)
-        prompt = None
-        if args.prompt_file:
-            try:
-                with open(args.prompt_file, encoding="utf-8-sig") as fh:
-                    prompt = fh.read().strip()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise BadInput(
-                    f"{args.prompt_file}: cannot read the prompt ({exc})"
-                ) from None
-            if not prompt:
-                raise BadInput(f"{args.prompt_file}: the prompt file is empty")
-        _log(args, f"auditing {len(frame)} essays from {args.data}")
-        try:
-            result = _run_audit(
-                args,
-                frame,
-                source=os.path.basename(str(args.data)),
-                prompt=prompt,
-                paraphrases=False if args.no_paraphrases else args.paraphrase_col,
-                options=options,
-            )
-        except AuditInputError as exc:
-            raise BadInput(_refusal(args, exc)) from None
+        result = audit_from_args(args)
         _write_output(args, claim, result)
     finally:
         claim.release()
     return _finish(args, result)
+
+
+def audit_from_args(
+    args: argparse.Namespace, call: Any = None, doing: str = "auditing"
+) -> Any:
+    """Read the data and run ``call`` (default: audit()) with the command's options."""
+    from ._cli_edits import read_prompt_file
+    from .report import AuditInputError
+
+    frame = read_table(args.data, encoding=args.encoding)
+    options = _audit_options(args, frame)
+    prompt = read_prompt_file(args.prompt_file)
+    _log(args, f"{doing} {len(frame)} essays from {args.data}")
+    try:
+        return _run_audit(
+            args,
+            frame,
+            source=os.path.basename(str(args.data)),
+            prompt=prompt,
+            paraphrases=False if args.no_paraphrases else args.paraphrase_col,
+            options=options,
+            call=call,
+        )
+    except AuditInputError as exc:
+        raise BadInput(_refusal(args, exc)) from None
 
 
 def _refusal(args: argparse.Namespace, exc: Exception) -> str:
@@ -796,7 +798,148 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> None:
+def _add_audit_arguments(
+    p: argparse.ArgumentParser, *, out: str, metavar: str = "DIR", force: str | None = None
+) -> None:
+    """The data and system options of ``audit`` (``export-edits`` takes them too)."""
+    p.add_argument("data", help="a .tsv, .csv or .xlsx file, one essay per row")
+    p.add_argument("--text-col", required=True, help="column with the essay text")
+    p.add_argument("--score-col", required=True, help="column with the human score")
+    p.add_argument(
+        "--rater-cols",
+        default=None,
+        metavar="R1,R2",
+        help="the two raters' columns (for the degradation from human QWK)",
+    )
+    p.add_argument(
+        "--system-cols",
+        default=None,
+        metavar="COLS",
+        help="scoring systems whose scores are columns of the data, comma-separated: "
+        "a column name, or name=column (e.g. engine_v3,gpt=gpt4o_score); each is "
+        "audited under every representation",
+    )
+    p.add_argument(
+        "--model-file",
+        action="append",
+        default=None,
+        metavar="NAME=PATH",
+        help="a fitted scikit-learn estimator or pipeline that takes essay texts, "
+        "saved with joblib.dump or pickle; used as it is (never refitted), scored on "
+        "the essays and re-scored in the counterfactual audit. Repeatable. Loading a "
+        "pickle runs code from the file: give only files you trust",
+    )
+    add_scorer_arguments(p)
+    p.add_argument(
+        "--embeddings",
+        action="append",
+        default=None,
+        metavar="NAME=FILE",
+        help="your own vectors as a representation named NAME (cosine distance): a "
+        ".npy array with one row per data row, or a .csv/.parquet file with the "
+        "--id-col column and one numeric column per dimension. Repeatable; "
+        "--representations may then be empty ('')",
+    )
+    p.add_argument(
+        "--score-range",
+        default=None,
+        metavar="LOW,HIGH|FILE",
+        help="the rubric's score scale of --score-col, e.g. 0,6, or a .csv/.tsv table "
+        "with the columns prompt,low,high (a scale per prompt; prompts it leaves out "
+        "are inferred). Used for QWK, agreement rates and the figures; a human or "
+        "system score outside it is refused, a model's is trimmed and counted "
+        "(default: inferred from the human scores, and the report says so)",
+    )
+    p.add_argument(
+        "--score-step",
+        default=None,
+        metavar="STEP|continuous",
+        help="the step between the human score points, e.g. 0.5 for a 1-5 scale in "
+        "half points: each step is one score point of QWK, agreement rates and the "
+        "confusion matrix, and a score off the grid low + k*STEP is refused; "
+        "'continuous' for averaged scores (RSMTool's continuous QWK). Default: "
+        "integer score points",
+    )
+    p.add_argument(
+        "--prompt-col",
+        default=None,
+        metavar="COL",
+        help="column of each essay's prompt (or question) id: each prompt is audited "
+        "on its own (representations fitted on its essays, pairs within it only), "
+        "with pooled rows across prompts",
+    )
+    p.add_argument(
+        "--prompts",
+        default=None,
+        metavar="PATH",
+        help="the prompts' texts for --prompt-col: a folder with one <prompt id>.txt "
+        "per prompt, or a .csv/.tsv table with the columns prompt,text",
+    )
+    p.add_argument(
+        "--prompt-file",
+        default=None,
+        help="text file with the prompt of every essay (else prompt features are left out)",
+    )
+    p.add_argument(
+        "--reference-col",
+        default=None,
+        metavar="COL",
+        help="short answers: column of the reference answer(s) of each answer's "
+        "question; grades are scaled to [0, 1] by the scale and the report adds wRMSE "
+        "and reference coverage",
+    )
+    p.add_argument(
+        "--reference-sep",
+        default=None,
+        metavar="SEP",
+        help="separator of several reference answers in one --reference-col cell "
+        "(e.g. '||'; default: one reference per cell)",
+    )
+    p.add_argument(
+        "--group-col",
+        default=None,
+        metavar="COL[,COL...]",
+        help="group column(s) for the group view, each analysed on its own "
+        "(e.g. race,gender; --intersections adds their intersections)",
+    )
+    p.add_argument(
+        "--bin-col",
+        action="append",
+        default=None,
+        metavar="COL:K[,COL:K...]",
+        help="numeric column cut into K quantile bins, a grouping of the group view "
+        "(e.g. word_count:4); repeatable",
+    )
+    p.add_argument(
+        "--covariate-cols",
+        default=None,
+        metavar="COLS",
+        help="numeric columns, separated by commas, that the error section relates "
+        "each system's error to (beside the interpretable features)",
+    )
+    p.add_argument("--id-col", default=None, help="column of unique essay ids")
+    paraphrase = p.add_mutually_exclusive_group()
+    paraphrase.add_argument(
+        "--paraphrase-col",
+        default=None,
+        help="column with a paraphrase of each essay (else WordNet paraphrases)",
+    )
+    paraphrase.add_argument(
+        "--no-paraphrases",
+        action="store_true",
+        help="skip the paraphrases (no WordNet paraphrasing): the paraphrase section "
+        "says it was skipped",
+    )
+    p.add_argument(
+        "--encoding", default=None, help="text encoding of tsv/csv (default UTF-8)"
+    )
+    p.add_argument("--out", required=True, metavar=metavar, help=out)
+    _add_run_options(p, force=force)
+
+
+def _add_run_options(
+    p: argparse.ArgumentParser, *, systems: bool = True, force: str | None = None
+) -> None:
     """The audit's options (declared once in ``report._config``), then the command's own."""
     from .report._config import add_arguments
 
@@ -804,7 +947,8 @@ def _add_run_options(p: argparse.ArgumentParser, *, systems: bool = True) -> Non
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace an earlier fairaes report at --out (any other folder is refused)",
+        help=force
+        or "replace an earlier fairaes report at --out (any other folder is refused)",
     )
     p.add_argument(
         "--quiet",
@@ -896,139 +1040,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p_audit.add_argument("data", help="a .tsv, .csv or .xlsx file, one essay per row")
-    p_audit.add_argument("--text-col", required=True, help="column with the essay text")
-    p_audit.add_argument("--score-col", required=True, help="column with the human score")
-    p_audit.add_argument(
-        "--rater-cols",
-        default=None,
-        metavar="R1,R2",
-        help="the two raters' columns (for the degradation from human QWK)",
-    )
-    p_audit.add_argument(
-        "--system-cols",
-        default=None,
-        metavar="COLS",
-        help="scoring systems whose scores are columns of the data, comma-separated: "
-        "a column name, or name=column (e.g. engine_v3,gpt=gpt4o_score); each is "
-        "audited under every representation",
-    )
-    p_audit.add_argument(
-        "--model-file",
-        action="append",
-        default=None,
-        metavar="NAME=PATH",
-        help="a fitted scikit-learn estimator or pipeline that takes essay texts, "
-        "saved with joblib.dump or pickle; used as it is (never refitted), scored on "
-        "the essays and re-scored in the counterfactual audit. Repeatable. Loading a "
-        "pickle runs code from the file: give only files you trust",
-    )
-    add_scorer_arguments(p_audit)
-    p_audit.add_argument(
-        "--embeddings",
-        action="append",
-        default=None,
-        metavar="NAME=FILE",
-        help="your own vectors as a representation named NAME (cosine distance): a "
-        ".npy array with one row per data row, or a .csv/.parquet file with the "
-        "--id-col column and one numeric column per dimension. Repeatable; "
-        "--representations may then be empty ('')",
-    )
-    p_audit.add_argument(
-        "--score-range",
-        default=None,
-        metavar="LOW,HIGH|FILE",
-        help="the rubric's score scale of --score-col, e.g. 0,6, or a .csv/.tsv table "
-        "with the columns prompt,low,high (a scale per prompt; prompts it leaves out "
-        "are inferred). Used for QWK, agreement rates and the figures; a human or "
-        "system score outside it is refused, a model's is trimmed and counted "
-        "(default: inferred from the human scores, and the report says so)",
-    )
-    p_audit.add_argument(
-        "--score-step",
-        default=None,
-        metavar="STEP|continuous",
-        help="the step between the human score points, e.g. 0.5 for a 1-5 scale in "
-        "half points: each step is one score point of QWK, agreement rates and the "
-        "confusion matrix, and a score off the grid low + k*STEP is refused; "
-        "'continuous' for averaged scores (RSMTool's continuous QWK). Default: "
-        "integer score points",
-    )
-    p_audit.add_argument(
-        "--prompt-col",
-        default=None,
-        metavar="COL",
-        help="column of each essay's prompt (or question) id: each prompt is audited "
-        "on its own (representations fitted on its essays, pairs within it only), "
-        "with pooled rows across prompts",
-    )
-    p_audit.add_argument(
-        "--prompts",
-        default=None,
-        metavar="PATH",
-        help="the prompts' texts for --prompt-col: a folder with one <prompt id>.txt "
-        "per prompt, or a .csv/.tsv table with the columns prompt,text",
-    )
-    p_audit.add_argument(
-        "--prompt-file",
-        default=None,
-        help="text file with the prompt of every essay (else prompt features are left out)",
-    )
-    p_audit.add_argument(
-        "--reference-col",
-        default=None,
-        metavar="COL",
-        help="short answers: column of the reference answer(s) of each answer's "
-        "question; grades are scaled to [0, 1] by the scale and the report adds wRMSE "
-        "and reference coverage",
-    )
-    p_audit.add_argument(
-        "--reference-sep",
-        default=None,
-        metavar="SEP",
-        help="separator of several reference answers in one --reference-col cell "
-        "(e.g. '||'; default: one reference per cell)",
-    )
-    p_audit.add_argument(
-        "--group-col",
-        default=None,
-        metavar="COL[,COL...]",
-        help="group column(s) for the group view, each analysed on its own "
-        "(e.g. race,gender; --intersections adds their intersections)",
-    )
-    p_audit.add_argument(
-        "--bin-col",
-        action="append",
-        default=None,
-        metavar="COL:K[,COL:K...]",
-        help="numeric column cut into K quantile bins, a grouping of the group view "
-        "(e.g. word_count:4); repeatable",
-    )
-    p_audit.add_argument(
-        "--covariate-cols",
-        default=None,
-        metavar="COLS",
-        help="numeric columns, separated by commas, that the error section relates "
-        "each system's error to (beside the interpretable features)",
-    )
-    p_audit.add_argument("--id-col", default=None, help="column of unique essay ids")
-    paraphrase = p_audit.add_mutually_exclusive_group()
-    paraphrase.add_argument(
-        "--paraphrase-col",
-        default=None,
-        help="column with a paraphrase of each essay (else WordNet paraphrases)",
-    )
-    paraphrase.add_argument(
-        "--no-paraphrases",
-        action="store_true",
-        help="skip the paraphrases (no WordNet paraphrasing): the paraphrase section "
-        "says it was skipped",
-    )
-    p_audit.add_argument(
-        "--encoding", default=None, help="text encoding of tsv/csv (default UTF-8)"
-    )
-    p_audit.add_argument("--out", required=True, metavar="DIR", help="output folder")
-    _add_run_options(p_audit)
+    _add_audit_arguments(p_audit, out="output folder")
     p_audit.set_defaults(func=_cmd_audit)
 
     p_demo = sub.add_parser(
@@ -1072,6 +1084,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_gate import add_parsers
 
     add_parsers(sub)
+    from ._cli_edits import add_parser as add_export_edits
+
+    add_export_edits(sub, _add_audit_arguments, audit_from_args)
     return parser
 
 

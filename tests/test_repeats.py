@@ -158,7 +158,9 @@ def test_audit_with_repeats_measures_a_noisy_grader(noisy, essays, tmp_path):
     cache = tmp_path / "cache"
     res = sf.audit(essays, scorers={"llm": noisy.url}, repeats=3, cache=cache, **AUDIT)
     sent = noisy.n_requests
-    assert sent == 1 + 3 * 4  # the probe (3 essays), then 4 batches per repeat
+    # the probe (3 essays), 4 batches per repeat, and the 54 paraphrases the
+    # paraphrase section re-scores (4 batches, once: paraphrases are not repeated)
+    assert sent == 1 + 3 * 4 + 4
     retest = res.tables["retest"]
     row = retest.iloc[0]
     assert row["system"] == "llm" and row["n_repeats"] == 3 and row["n_essays"] == 60
@@ -280,12 +282,18 @@ def test_cli_repeats_dry_run_and_bad_input(noisy, essays, tmp_path, capsys):
     assert noisy.n_requests == 0 and not (tmp_path / "out").exists()
     dry = _cli(data, tmp_path, *scorer, "--repeats", "3", "--dry-run")
     assert main(dry) == 0
-    assert "12 call(s) for the 60 essays x 3 repeats" in capsys.readouterr().out
+    assert (
+        "16 call(s) for the 234 texts the audit would send (60 essays x 3 repeats, 0 edited, 54 paraphrased)"
+        in capsys.readouterr().out
+    )
     assert main(dry[:-1]) == 0  # the audit itself
     table = pd.read_csv(tmp_path / "out" / "tables" / "retest.csv")
     assert table["system"].tolist() == ["llm"] and table["n_repeats"].iloc[0] == 3
     assert main(dry) == 0
-    assert "0 call(s) for the 60 essays x 3 repeats" in capsys.readouterr().out
+    assert (
+        "0 call(s) for the 234 texts the audit would send (60 essays x 3 repeats"
+        in capsys.readouterr().out
+    )
 
 
 @pytest.mark.network
@@ -325,5 +333,6 @@ def test_a_failure_on_a_repeat_names_the_scorer_and_a_rerun_resumes(
     sent = noisy.n_requests
     noisy.fail_from = None
     sf.audit(essays, scorers={"llm": scorer}, repeats=3, **AUDIT)
-    # only what the cache lacks: repeat 2's last 2 batches and repeat 3's 4
-    assert noisy.n_requests - sent == 2 + 4
+    # only what the cache lacks: repeat 2's last 2 batches, repeat 3's 4, and the
+    # 4 batches of paraphrases (the first run stopped before that section)
+    assert noisy.n_requests - sent == 2 + 4 + 4

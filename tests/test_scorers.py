@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import re
 import time
 
 import numpy as np
@@ -450,12 +451,24 @@ def test_cli_dry_run_counts_and_sends_nothing(server, essays, tmp_path, capsys):
     args = _cli(data, tmp_path, "--scorer", f"engine={server.url}", "--dry-run")
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert f"scorer engine ({server.url}): 4 call(s) for the 60 essays" in out
+    # the essays, the typos edits of the 20 drawn (and the 2 probed), the paraphrases differing
+    # from their essay, in batches of 16
+    n_para = int((essays["paraphrase"] != essays["essay"]).sum())
+    found = re.search(
+        rf"scorer engine \({re.escape(server.url)}\): (\d+) call\(s\) for the (\d+) "
+        rf"texts the audit would send \(60 essays, (\d+) edited, {n_para} paraphrased\)",
+        out,
+    )
+    assert found, out
+    calls, n_texts, n_edited = map(int, found.groups())
+    assert 0 < n_edited <= 22 and n_texts == 60 + n_edited + n_para
+    assert calls == math.ceil(n_texts / 16)
     assert server.n_requests == 0 and not (tmp_path / "out").exists()
-    # the real run, then the dry run again: nothing left to send
+    # the real run sends them all; then the dry run again: nothing left to send
     assert main(args[:-1]) == 0
+    assert len({t for batch in server.requests for t in batch}) == n_texts
     assert main(args) == 0
-    assert "0 call(s) for the 60 essays" in capsys.readouterr().out
+    assert f"0 call(s) for the {n_texts} texts" in capsys.readouterr().out
 
 
 @pytest.mark.network

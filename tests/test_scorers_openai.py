@@ -392,10 +392,10 @@ def test_cli_audit_of_an_llm_grader_end_to_end(essays, tmp_path, monkeypatch, ca
         assert main([*args, "--dry-run"]) == 0
         out = capsys.readouterr().out
         assert (
-            f"scorer llm (openai:grader-7b@{srv.base_url}): 40 call(s) for the 40 essays"
-            in out
+            f"scorer llm (openai:grader-7b@{srv.base_url}): 40 call(s) for the 40 texts "
+            f"the audit would send (40 essays" in out
         )
-        assert "one essay per call" in out and srv.n_requests == 0
+        assert "one text per call" in out and srv.n_requests == 0
         assert main(args) == 0, capsys.readouterr().err
         assert srv.n_requests == 40
         assert {b["seed"] for b in srv.bodies} == {5}

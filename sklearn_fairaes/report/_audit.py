@@ -49,6 +49,7 @@ from ._build import (
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
 from ._config import AuditConfig
+from ._edits import check_scored_files
 from ._embeddings import GivenEmbeddings
 from ._load import REPORT_FORMAT
 from ._output import pause
@@ -89,6 +90,7 @@ def audit(
     models: Sequence[str] | Mapping[str, Any] | None = None,
     refit: bool | Collection[str] = True,
     scorers: Mapping[str, Any] | None = None,
+    scored_edits: Mapping[str, Any] | None = None,
     cv: int = 5,
     paraphrases: str | Sequence[str] | bool | None = None,
     reference_col: str | None = None,
@@ -280,6 +282,16 @@ def audit(
         scorer first scores the first 3 essays: one
         that cannot be reached or answers unusably is refused then, naming
         it. Without ``models``, no baseline is trained.
+    scored_edits : dict of str to str, path or DataFrame, default=None
+        Systems scored offline: name -> the file ``fairaes export-edits``
+        wrote (every text this audit asks a scorer for: essays, edits,
+        paraphrases), with its ``score`` column filled in. Each is audited
+        exactly as a scorer you call would be, its answers read from the
+        file by the text's SHA-256. Before any work, the file is refused
+        (naming text ids and lines) when a score is empty, not a number or
+        not finite, a text no longer matches its id, an id repeats, or a
+        text the audit needs is missing (a file of another data set, or
+        exported with other options).
     cv : int, default=5
         Number of folds of the shuffled ``KFold`` that gives the trained
         baselines' out-of-fold predictions, between 2 and the number of
@@ -333,7 +345,11 @@ def audit(
         all pairs).
     n_paraphrase_samples : int, default=100
         Essays sampled for the paraphrase-robustness ranking (at most all of
-        them).
+        them), and drawn for the score change under paraphrase: every system
+        that can score a text re-scores their paraphrases (tables
+        ``"paraphrase_scores"`` and ``"paraphrase_essays"``); with a trained
+        baseline at most a fifth of the essays is drawn, and the baseline is
+        refitted on the others, as for the counterfactual edits.
     perturbations : None, "default", "all", str or list of str, default=None
         Adds the counterfactual audit (see *Perturbation tables* below): names
         from :data:`~sklearn_fairaes.perturb.PERTURBATION_NAMES`, ``"default"``
@@ -559,54 +575,13 @@ def audit(
     # every option declared in report._config, as passed (checked by plan_audit)
     arguments = locals()
     from ..features._persist import result_counts
-    from ..text._cache import open_cache
     from .analyses import selected
 
     started = time.time()
     results_before = result_counts()
-    settings = AuditConfig(
-        tune_interpreter=bool(tune_interpreter),
-        **{name: arguments[name] for name in AuditConfig().options},
-    )
-    if settings.sections is not None:
-        # one id as a str, or any sequence of ids: kept as a tuple (its meta entry)
-        ids = settings.sections
-        settings.sections = (ids,) if isinstance(ids, str) else tuple(ids)
-    embedding_cache = open_cache(cache)
-    settings.cache = embedding_cache
-    # scorers you call are fitted models; those given as specs keep their
-    # answers beside the embeddings, so that a re-run sends nothing
-    settings.models, refit = merge_scorers(
-        settings.models,
-        refit,
-        scorers,
-        scorer_cache_path(embedding_cache.path),
-        declared_scale(score_range),
-    )
-    hits, misses = embedding_cache.hits, embedding_cache.misses
-    _check_sections(settings.sections)
-    plan = plan_audit(
-        data,
-        text_col=text_col,
-        score_col=score_col,
-        rater_cols=rater_cols,
-        score_range=score_range,
-        score_step=score_step,
-        prompt=prompt,
-        prompt_col=prompt_col,
-        prompts=prompts,
-        group_col=group_col,
-        bin_cols=bin_cols,
-        covariate_cols=covariate_cols,
-        id_col=id_col,
-        systems=systems,
-        refit=refit,
-        paraphrases=paraphrases,
-        embeddings=embeddings,
-        reference_col=reference_col,
-        reference_sep=reference_sep,
-        settings=settings,
-    )
+    plan, embedding_cache, (hits, misses) = _prepare(arguments)
+    # a scored file holds every text the audit needs, or it stops here
+    check_scored_files(plan)
     check_repeats(plan)
     chosen = [s for s in selected(plan.settings.sections) if s.analysis is not None]
     bar = Progress(progress, Progress.steps(plan, len(chosen)))
@@ -642,6 +617,71 @@ def audit(
         for kind, counts in result_counts().items()
     }
     return AuditResult(tables, meta, replicates=_replicates(studies, runs))
+
+
+def _prepare(
+    arguments: Mapping[str, Any],
+) -> tuple[Plan, EmbeddingCache, tuple[int, int]]:
+    """audit()'s arguments checked and resolved into its plan; nothing computed.
+
+    Also the embedding cache it opened and the cache's (hits, misses) before
+    the plan (``report._edits`` plans the texts to export with it).
+    """
+    from ..text._cache import open_cache
+    from ._edits import with_scored_edits
+
+    settings = AuditConfig(
+        tune_interpreter=bool(arguments["tune_interpreter"]),
+        **{name: arguments[name] for name in AuditConfig().options},
+    )
+    if settings.sections is not None:
+        # one id as a str, or any sequence of ids: kept as a tuple (its meta entry)
+        ids = settings.sections
+        settings.sections = (ids,) if isinstance(ids, str) else tuple(ids)
+    embedding_cache = open_cache(arguments["cache"])
+    settings.cache = embedding_cache
+    # scorers you call are fitted models; those given as specs keep their
+    # answers beside the embeddings, so that a re-run sends nothing; a
+    # scored file is a scorer that answers from the file
+    scorers = with_scored_edits(arguments["scorers"], arguments["scored_edits"])
+    refit = arguments["refit"]
+    settings.models, refit = merge_scorers(
+        settings.models,
+        refit,
+        scorers,
+        scorer_cache_path(embedding_cache.path),
+        declared_scale(arguments["score_range"]),
+    )
+    counts = (embedding_cache.hits, embedding_cache.misses)
+    _check_sections(settings.sections)
+    plan = plan_audit(
+        arguments["data"],
+        **{
+            name: arguments[name]
+            for name in (
+                "text_col",
+                "score_col",
+                "rater_cols",
+                "score_range",
+                "score_step",
+                "prompt",
+                "prompt_col",
+                "prompts",
+                "group_col",
+                "bin_cols",
+                "covariate_cols",
+                "id_col",
+                "systems",
+                "paraphrases",
+                "embeddings",
+                "reference_col",
+                "reference_sep",
+            )
+        },  # fmt: skip
+        refit=refit,
+        settings=settings,
+    )
+    return plan, embedding_cache, counts
 
 
 def _replicates(

@@ -206,8 +206,12 @@ def describe_model(model: Any) -> str:
     """``Name(param=value, ...)`` with only the parameters changed from the defaults.
 
     sklearn's repr does this already; other libraries' (XGBoost's) list every
-    parameter, which drowns the settings that matter in a report.
+    parameter, which drowns the settings that matter in a report. A model
+    that says itself what it is (``_description()``: a scored file) is taken
+    at its word.
     """
+    if callable(getattr(model, "_description", None)):
+        return str(model._description())
     params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
     try:
         defaults = type(model)().get_params(deep=False)
@@ -612,6 +616,14 @@ def score_fitted(plan: Plan) -> dict[str, NDArray[np.float64]]:
 _PROBED_ESSAYS = 2
 
 
+def probed_rows(plan: Plan, p: str) -> list[int]:
+    """The data rows of prompt ``p`` whose edits are probed: the first and the longest."""
+    rows = plan.rows_of(p)
+    longest = max(rows, key=lambda i: len(plan.essays[i]))
+    first = [int(r) for r in rows[: _PROBED_ESSAYS - 1]]
+    return list(dict.fromkeys([*first, int(longest)]))
+
+
 def probe_edited_essays(plan: Plan) -> None:
     """Score a few edited essays with each fitted model before the long work.
 
@@ -630,10 +642,7 @@ def probe_edited_essays(plan: Plan) -> None:
     edited: list[str] = []
     labels: list[str] = []
     for p in plan.prompts:
-        rows = plan.rows_of(p)
-        longest = max(rows, key=lambda i: len(plan.essays[i]))
-        first = [int(r) for r in rows[: _PROBED_ESSAYS - 1]]
-        picked = list(dict.fromkeys([*first, int(longest)]))
+        picked = probed_rows(plan, p)
         sample = [plan.essays[i] for i in picked]
         try:
             items = resolve_perturbations(

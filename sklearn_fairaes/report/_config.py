@@ -423,7 +423,8 @@ PARAPHRASE = OptionGroup(
             "n_paraphrase_samples",
             100,
             (_INT_1,),
-            help="essays sampled for the paraphrase-robustness ranking (default: "
+            help="essays sampled for the paraphrase-robustness ranking, whose "
+            "paraphrases each system that can score a text re-scores (default: "
             "%(default)s)",
             fix="pass a number of essays such as n_paraphrase_samples=100",
             cli_type=int,

@@ -27,10 +27,17 @@ __all__ = ["attach_repeats", "check_repeats", "repeated_systems", "score_repeats
 
 
 def repeated_systems(fitted: Mapping[str, Any]) -> list[str]:
-    """The names of the systems that ``repeats`` scores again: the scorers you call."""
-    from ..scorers._base import CallScorer
+    """The names of the systems that ``repeats`` scores again: the scorers you call.
 
-    return [name for name, est in fitted.items() if isinstance(est, CallScorer)]
+    A scored file (``scored_edits``) is one: its ``repeat`` column holds the
+    repeated scorings made offline.
+    """
+    from ..scorers._base import CallScorer
+    from ._edits import ScoredTexts
+
+    return [
+        name for name, est in fitted.items() if isinstance(est, (CallScorer, ScoredTexts))
+    ]
 
 
 def check_repeats(plan: Any) -> None:

@@ -86,18 +86,72 @@ def _can_rescore(system: System) -> bool:
     return system.kind == "trained" and _takes_texts(system)
 
 
-def _sample(study: Study, trained: bool) -> NDArray[np.intp]:
-    """The positions of the essays to edit, sorted.
+def held_out(n: int, want: int, random_state: int, trained: bool) -> NDArray[np.intp]:
+    """The positions of the essays to re-score, sorted: ``want`` of ``n`` at most.
 
     With a trained baseline, at most a fifth of the essays (and at least 2)
     are held out, as before the reshape, so that its refit keeps most of
-    them; fitted systems alone need no hold-out.
+    them; fitted systems alone need no hold-out. The one draw of the essays
+    that are edited or paraphrased and re-scored: the counterfactual and
+    paraphrase sections, and the texts ``fairaes export-edits`` writes
+    (``report._edits``), all come from it.
     """
-    n = study.n
-    want = study.settings.n_perturbation_essays
     k = int(min(want, max(2, n // 5))) if trained else int(min(want, n))
-    rng = np.random.default_rng(study.settings.random_state)
+    rng = np.random.default_rng(random_state)
     return np.sort(rng.choice(n, size=k, replace=False))
+
+
+def _sample(study: Study, trained: bool) -> NDArray[np.intp]:
+    """The positions of the essays to edit (``held_out`` of the study's settings)."""
+    settings = study.settings
+    return held_out(study.n, settings.n_perturbation_essays, settings.random_state, trained)
+
+
+def rescoring_pipelines(
+    study: Study,
+    rname: str,
+    space: Any,
+    able: Mapping[str, System],
+    train: NDArray[np.intp],
+    what: str,
+    left_out: str = "edited",
+) -> tuple[dict[str, Any], str | None]:
+    """The models that re-score texts under ``rname``, and a note when a refit failed.
+
+    A trained baseline is one pipeline (a clone of the representation and
+    its regressor) refitted on the essays ``train``; a fitted system is its
+    own estimator, its predictions checked by ``_scoring.predict_scores``
+    (``what`` names the texts in messages, ``left_out`` what a baseline
+    whose refit failed is not, in the note).
+    """
+    from sklearn.base import clone
+
+    trained = [n for n, s in able.items() if s.kind == "trained"]
+    fitted = [n for n, s in able.items() if s.kind == "fitted"]
+    pipes: dict[str, Any] = {}
+    failed: str | None = None
+    mine = [n for n in trained if rname in able[n].scores]
+    if mine:
+        # one refit of the representation, shared by the baselines' pipelines
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            rep = clone(space.transformer)
+            try:
+                X_train = rep.fit_transform([study.essays[i] for i in train])
+            except ValueError as exc:
+                # a few held-in essays of a small prompt may leave a
+                # vocabulary with min_df=3 empty: the report says so
+                failed = (
+                    f"{rname} could not be refitted on the {len(train)} held-in essays "
+                    f"({exc}), so {_names(mine)} {'is' if len(mine) == 1 else 'are'} "
+                    f"not {left_out} under it."
+                )
+                mine = []
+        for n in mine:
+            pipes[n] = _trained_pipeline(able[n], rname, rep, X_train, study.human[train])
+    for n in fitted:
+        pipes[n] = _Checked(n, able[n].estimator, what)
+    return pipes, failed
 
 
 def _trained_pipeline(
@@ -123,14 +177,15 @@ class _Checked:
     essays' scores), named as such, not an error of the audit.
     """
 
-    def __init__(self, name: str, estimator: Any) -> None:
+    def __init__(self, name: str, estimator: Any, what: str = "edited essays") -> None:
         self.name = name
         self.estimator = estimator
+        self.what = what
 
     def predict(self, X: Any) -> NDArray[np.float64]:
         from .._scoring import predict_scores
 
-        return predict_scores(self.name, self.estimator, X, what="edited essays")
+        return predict_scores(self.name, self.estimator, X, what=self.what)
 
 
 class _Counterfactual:
@@ -184,8 +239,6 @@ class _Counterfactual:
         ...                             "n_essays"]].values.tolist()
         [['tfidf', 'engine', 'typos', 10]]
         """
-        from sklearn.base import clone
-
         from ...perturb import perturbation_audit
 
         pd = require("pandas", purpose="the audit")
@@ -218,28 +271,11 @@ class _Counterfactual:
                     f"which the edited essays do not have, so it is left out."
                 )
                 continue
-            pipes: dict[str, Any] = {}
-            mine = [n for n in trained if rname in able[n].scores]
-            if mine:
-                # one refit of the representation, shared by the baselines' pipelines
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", category=UserWarning)
-                    rep = clone(space.transformer)
-                    try:
-                        X_train = rep.fit_transform([study.essays[i] for i in train])
-                    except ValueError as exc:
-                        # a few held-in essays of a small prompt may leave a
-                        # vocabulary with min_df=3 empty: the report says so
-                        refit_failed.append(
-                            f"Counterfactual edits: {rname} could not be refitted on the "
-                            f"{len(train)} held-in essays ({exc}), so {_names(mine)} "
-                            f"{'is' if len(mine) == 1 else 'are'} not edited under it."
-                        )
-                        mine = []
-                for n in mine:
-                    pipes[n] = _trained_pipeline(able[n], rname, rep, X_train, y[train])
-            for n in fitted:
-                pipes[n] = _Checked(n, able[n].estimator)
+            pipes, failed = rescoring_pipelines(
+                study, rname, space, able, train, "edited essays"
+            )
+            if failed is not None:
+                refit_failed.append(f"Counterfactual edits: {failed}")
             if not pipes:
                 continue
             with warnings.catch_warnings():

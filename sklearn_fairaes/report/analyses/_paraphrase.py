@@ -7,7 +7,10 @@ sample of ``n_paraphrase_samples`` essays, the ranking of the other essays
 by similarity to the original with the ranking of the paraphrases by
 similarity to its paraphrase. Table ``"paraphrase"``: one row per
 representation with the mean and SD of NDCG, NDCG@10 and Spearman's rho,
-the number of sampled essays and where the paraphrases came from.
+the number of sampled essays and where the paraphrases came from. Beside
+it, each system that can score a text re-scores paraphrased essays: the
+tables ``"paraphrase_scores"`` and ``"paraphrase_essays"`` (see
+``_paraphrase_scores``).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ...resources import require
-from .._cells import _mean_sd, _num, _present, _rep, _table
+from .._cells import _mean_sd, _mod, _num, _num_ci, _pct, _present, _rep, _table
 from .._plots import _check_table
 from ._base import AnalysisOutput, Heading, Section
 from ._common import dense, no_spaces_reason
+from ._paraphrase_scores import ESSAY_COLUMNS, SCORE_COLUMNS, score_change
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,9 +161,12 @@ class ParaphraseAnalysis:
                     study.paraphrase_source,
                 )
             )
+        # the systems' score change under paraphrase, beside the rankings
+        scores, more, replicates = score_change(study)
         return AnalysisOutput(
-            tables={"paraphrase": pd.DataFrame(rows, columns=PARAPHRASE_COLUMNS)},
-            notes=notes,
+            tables={"paraphrase": pd.DataFrame(rows, columns=PARAPHRASE_COLUMNS), **scores},
+            notes=notes + more,
+            replicates=replicates,
         )
 
 
@@ -172,9 +179,17 @@ ANALYSIS = ParaphraseAnalysis()
 def view(
     tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], prompt: str
 ) -> dict[str, Any]:
-    """The paraphrase rankings' NDCG and Spearman's rho per representation."""
+    """The paraphrase rankings' NDCG per representation, and the systems' score change."""
     if not _present(tables, "paraphrase"):
-        return {"table": None, "source": meta.get("paraphrase_source")}
+        # the analysis did not run on this prompt: neither half has rows
+        return {
+            "table": None,
+            "source": meta.get("paraphrase_source"),
+            "scores": None,
+            "worst": None,
+            "not_rescored": [],
+        }
+    scores = _score_view(tables, meta)
     table = tables["paraphrase"]
     _check_table(
         table,
@@ -209,7 +224,90 @@ def view(
             caption="Similarity ranking of originals vs. paraphrases",
         ),
         "source": meta.get("paraphrase_source"),
+        **scores,
     }
+
+
+#: The essays whose score moved most under paraphrase, listed for review.
+N_WORST = 10
+
+
+def _score_view(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The systems' score change under paraphrase, the worst essays, and who was left out."""
+    given = [
+        name
+        for name, s in (meta.get("systems") or {}).items()
+        if isinstance(s, dict) and s.get("kind") == "given"
+    ]
+    out: dict[str, Any] = {"scores": None, "worst": None, "not_rescored": given}
+    if not _present(tables, "paraphrase_scores"):
+        return out
+    table = tables["paraphrase_scores"]
+    _check_table(table, "paraphrase_scores", list(SCORE_COLUMNS))
+    out["scores"] = _table(
+        [
+            "Representation",
+            "System",
+            "Essays sampled",
+            "Paraphrase differs",
+            "Mean |change| [CI]",
+            "Mean change",
+            "% changed",
+            "Largest |change|",
+        ],
+        [
+            [
+                _rep(r["representation"]) if r["representation"] else "",
+                _mod(r["system"]),
+                _num(r["n_essays"]),
+                _num(r["n_paraphrased"]),
+                _num_ci(
+                    r["mean_abs_change"],
+                    r["mean_abs_change_ci_low"],
+                    r["mean_abs_change_ci_high"],
+                ),
+                _num(r["mean_change"]),
+                _pct(r["share_changed"]),
+                _num(r["max_abs_change"]),
+            ]
+            for r in table.to_dict("records")
+        ],
+        caption="Score change when an essay is paraphrased (paraphrased essays only)",
+    )
+    if _present(tables, "paraphrase_essays"):
+        ess = tables["paraphrase_essays"]
+        _check_table(ess, "paraphrase_essays", list(ESSAY_COLUMNS))
+        moved = ess[ess["paraphrased"].astype(bool)]
+        worst = moved.assign(size=moved["change"].abs()).sort_values(
+            "size", ascending=False, kind="stable"
+        )
+        worst = worst[worst["size"] > 0].head(N_WORST)
+        if len(worst):
+            out["worst"] = _table(
+                [
+                    "System",
+                    "Representation",
+                    "Essay id",
+                    "Original",
+                    "Paraphrase",
+                    "Change",
+                ],
+                [
+                    [
+                        _mod(r["system"]),
+                        _rep(r["representation"]) if r["representation"] else "",
+                        r["id"],
+                        _num(r["score_original"]),
+                        _num(r["score_paraphrase"]),
+                        _num(r["change"]),
+                    ]
+                    for r in worst.to_dict("records")
+                ],
+                caption="Essays to review: the largest score changes under paraphrase",
+            )
+    return out
 
 
 SECTION = Section(
@@ -217,5 +315,9 @@ SECTION = Section(
     (Heading("paraphrase", "Paraphrase robustness", ("paraphrase",)),),
     analysis=ANALYSIS,
     view=view,
-    schema={"paraphrase": tuple(PARAPHRASE_COLUMNS)},
+    schema={
+        "paraphrase": tuple(PARAPHRASE_COLUMNS),
+        "paraphrase_scores": SCORE_COLUMNS,
+        "paraphrase_essays": ESSAY_COLUMNS,
+    },
 )
