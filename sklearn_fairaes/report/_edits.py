@@ -336,6 +336,9 @@ class ScoredTexts(RegressorMixin, BaseEstimator):
         ``(text SHA-256, repeat) -> (score, text id)``.
     """
 
+    #: Answers ``_scores(X, repeat=)`` from the file's ``repeat`` column.
+    _repeatable = True
+
     def __init__(self, source: Any = None, name: str = "scored_edits") -> None:
         self.source = source
         self.name = name

@@ -32,12 +32,10 @@ def repeated_systems(fitted: Mapping[str, Any]) -> list[str]:
     A scored file (``scored_edits``) is one: its ``repeat`` column holds the
     repeated scorings made offline.
     """
-    from ..scorers._base import CallScorer
-    from ._edits import ScoredTexts
-
-    return [
-        name for name, est in fitted.items() if isinstance(est, (CallScorer, ScoredTexts))
-    ]
+    # both say so with ``_repeatable`` (their ``_scores(X, repeat=)``): a
+    # class check here would import the scored files' module, which imports
+    # the study building that imports this one
+    return [name for name, est in fitted.items() if getattr(est, "_repeatable", False)]
 
 
 def check_repeats(plan: Any) -> None:

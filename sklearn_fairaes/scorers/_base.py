@@ -127,6 +127,9 @@ class CallScorer(RegressorMixin, BaseEstimator):
         "score_range": [tuple, list, None],
     }
 
+    #: Scored again under a repeat index (``_scores(X, repeat=)``, ``repeats``).
+    _repeatable = True
+
     #: The declared scale of the scores, (low, high), both ends included;
     #: a subclass takes it as a parameter (None: no scale is checked).
     score_range: Any = None
