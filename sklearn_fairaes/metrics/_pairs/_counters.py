@@ -144,6 +144,12 @@ class _ScreenedLipschitzCounter:
         n_cols = block.col_stop - block.col_start
         return block.row_start + pos // n_cols, block.col_start + pos % n_cols
 
+    def bind(self, engine: PairwiseEngine) -> None:
+        """Called by a worker's task with its engine (see :class:`_Settler`)."""
+        bind = getattr(self.settle, "bind", None)
+        if bind is not None:
+            bind(engine)
+
     def settled(self, sure: Any, i: NDArray[np.int64], j: NDArray[np.int64]) -> Any:
         """``sure`` plus the undecided pairs ``(i, j)`` that satisfy the inequality.
 
@@ -414,23 +420,38 @@ def _settle(
 
 
 class _Settler:
-    """:func:`_settle` with its fixed arguments, for the reducers (picklable)."""
+    """:func:`_settle` with its fixed arguments, for the counters (picklable).
+
+    Pickled without its engine: a pass sent to workers ships the engine once,
+    as the task's own argument (on Dask scattered once per pass, see
+    ``PairwiseEngine.__sizeof__``), and :meth:`bind` attaches that copy on the
+    worker. Its exact distances are the same: every engine a pass can run on
+    (:meth:`PairwiseEngine.filtered`, :meth:`PairwiseEngine.reordered` with the
+    scores reordered alike) computes a pair's distance from the same rows.
+    """
 
     def __init__(
         self,
-        engine: PairwiseEngine,
+        engine: PairwiseEngine | None,
         y: NDArray[np.float64],
         d_scaling: Scaling,
         o_scaling: Scaling,
         L: float,
     ) -> None:
-        # joblib pickles a task's engine and reducer together, so the engine
-        # of the overall pass is shipped once (the group passes, whose tasks
-        # get their filtered engines, ship this one besides)
         self.engine, self.y = engine, y
         self.d_scaling, self.o_scaling, self.L = d_scaling, o_scaling, L
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "engine": None}
+
+    def bind(self, engine: PairwiseEngine) -> None:
+        """Use ``engine``'s exact distances, unless this settler has its own."""
+        if self.engine is None:
+            self.engine = engine
+
     def __call__(self, i: NDArray[np.int64], j: NDArray[np.int64]) -> NDArray[np.bool_]:
+        if self.engine is None:  # pragma: no cover - _run_task binds it
+            raise RuntimeError("this settler was unpickled without bind(engine)")
         return _settle(self.engine, self.y, i, j, self.d_scaling, self.o_scaling, self.L)
 
 

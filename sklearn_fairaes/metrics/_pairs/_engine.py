@@ -323,6 +323,20 @@ class PairwiseEngine(_Distances):
         within = int(sum(n_pairs_of(int(c)) for c in np.bincount(self.groups)))
         return within if self.pairs == "within" else n_pairs_of(self.n_samples) - within
 
+    def __sizeof__(self) -> int:
+        # Its arrays, as dask.sizeof measures objects with sys.getsizeof:
+        # joblib's Dask backend then scatters the engine to the workers once
+        # per pass instead of embedding it in every task of the graph.
+        size = object.__sizeof__(self)
+        for value in self.__dict__.values():
+            parts = (
+                (value.data, value.indices, value.indptr)
+                if sp.issparse(value)
+                else (value,)
+            )
+            size += sum(p.nbytes for p in parts if isinstance(p, np.ndarray))
+        return size
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_cache"] = state["_screen_cache"] = None
