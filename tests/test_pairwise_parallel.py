@@ -229,3 +229,17 @@ def test_dask_process_cluster_counts_screened_lipschitz_pairs_on_its_workers(mon
         "_ScreenedGroupLipschitzCounter": n_blocks,
         "_ScreenedLipschitzCounter": n_blocks,
     }, total
+
+
+def test_engine_reports_its_arrays_to_sizeof():
+    # joblib's Dask backend scatters an argument once (instead of embedding it
+    # in every task) when dask.sizeof, i.e. sys.getsizeof, says it is large
+    import scipy.sparse as sparse
+
+    dask_sizeof = require_module("dask.sizeof", "dask").sizeof
+    X, _ = _asap_sized()
+    dense = PairwiseEngine(X)
+    assert dask_sizeof(dense) == sys.getsizeof(dense) >= X.size * 8  # float64 rows
+    rows = sparse.random(300, 2000, density=0.05, format="csr", random_state=0)
+    engine = PairwiseEngine(rows)
+    assert sys.getsizeof(engine) >= rows.data.nbytes + rows.indices.nbytes

@@ -329,12 +329,11 @@ class PairwiseEngine(_Distances):
         # per pass instead of embedding it in every task of the graph.
         size = object.__sizeof__(self)
         for value in self.__dict__.values():
-            parts = (
-                (value.data, value.indices, value.indptr)
-                if sp.issparse(value)
-                else (value,)
-            )
-            size += sum(p.nbytes for p in parts if isinstance(p, np.ndarray))
+            if isinstance(value, np.ndarray):
+                size += value.nbytes
+            elif sp.issparse(value):  # CSR rows: their three arrays
+                for part in ("data", "indices", "indptr"):
+                    size += getattr(value, part, np.empty(0)).nbytes
         return size
 
     def __getstate__(self) -> dict[str, Any]:
