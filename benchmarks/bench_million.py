@@ -8,7 +8,9 @@ and a quality direction that the scores follow: cosine similarities of mean
 
 1. The NumPy path at each ``--sizes`` (default 100,000 and 200,000): time,
    pairs/s, the pairs the float32 screen left undecided (settled in float64,
-   block by block), the largest number settled at once, peak RSS. The ratio of
+   block by block), the largest number settled at once, peak RSS, CPU
+   seconds (and with ``--bare`` those of one pass of the bare float32 products
+   over the same blocks: the floor of each of the count's two passes). The ratio of
    the last two times (near 4 when the pairs, N^2/2, set the cost) and the
    projection ``t(1,000,000) = t(N) * pairs(1,000,000) / pairs(N)`` (25x from
    200,000) against the target of one hour on this machine's cores.
@@ -105,7 +107,9 @@ class SettleSpy:
         self.calls = self.total = self.largest = 0
 
 
-def run_local(n: int, spy: SettleSpy, dim: int) -> tuple[float, int, int]:
+def run_local(
+    n: int, spy: SettleSpy, dim: int, bare: bool = False
+) -> tuple[float, float, int, int]:
     import sklearn_fairaes as sf
 
     X, y = problem(n, dim)
@@ -128,6 +132,21 @@ def run_local(n: int, spy: SettleSpy, dim: int) -> tuple[float, int, int]:
         f"({cpu / seconds:.2f} cores busy); {load()}",
         flush=True,
     )
+    if bare:
+        from bench_pairs import bare_products  # this folder is on sys.path
+
+        from sklearn_fairaes.metrics._pairs._types import _default_block_size
+
+        cpu0 = cpu_seconds()
+        start = time.perf_counter()
+        bare_products(X, _default_block_size(n), np.float32)  # BLAS on 2 threads
+        t_bare, cpu_bare = time.perf_counter() - start, cpu_seconds() - cpu0
+        print(
+            f"    one pass of bare float32 products over the upper triangle "
+            f"{t_bare:.1f} s, {cpu_bare:.1f} CPU-s: lipschitz_fraction (two passes: "
+            f"range, count) = {cpu / cpu_bare:.2f}x its CPU-s; {load()}",
+            flush=True,
+        )
     return seconds, cpu, int(got.n_satisfied), pairs
 
 
@@ -197,6 +216,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dask", type=int, default=0, help="N of the Dask run (0: none)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument(
+        "--bare", action="store_true", help="also one pass of bare float32 products"
+    )
     args = parser.parse_args(argv)
 
     from threadpoolctl import threadpool_info
@@ -207,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     spy = SettleSpy()
     times, cpus, counts = {}, {}, {}
     for n in args.sizes:
-        seconds, cpu, ok, pairs = run_local(n, spy, args.dim)
+        seconds, cpu, ok, pairs = run_local(n, spy, args.dim, args.bare)
         times[n], cpus[n], counts[n] = seconds, cpu, (ok, pairs)
     if len(times) >= 2:
         n1, n2 = sorted(times)[-2:]
