@@ -347,8 +347,7 @@ def engine_ratio_child(sizes, dim, repeat, block_size):
     from sklearn_fairaes.metrics._pairs import _counters
     from sklearn_fairaes.metrics._pairs._types import DEFAULT_BLOCK_SIZE
 
-    # the pairs the float32 screen leaves to float64: at a million essays they
-    # decide whether the count stays under _MAX_UNDECIDED (else float64 blocks)
+    # the pairs the float32 screen leaves to float64 (settled block by block)
     settled = []
     real_settle = _counters._settle
 
@@ -377,8 +376,8 @@ def engine_ratio_child(sizes, dim, repeat, block_size):
         print(f"      N={n:>9,}: lipschitz_fraction {t_lf:7.2f} s, bare float32 products "
               f"{t_bare:7.2f} s -> ratio {t_lf / t_bare:.2f}x "
               f"({res.n_satisfied:,} of {res.n_pairs:,} pairs; {sum(settled):,} settled "
-              f"in float64, {sum(settled) / res.n_pairs:.1e} of them, cap "
-              f"{_counters._MAX_UNDECIDED:,})", flush=True)  # fmt: skip
+              f"in float64, {sum(settled) / res.n_pairs:.1e} of them)",
+              flush=True)  # fmt: skip
 
 
 def bench_engine_ratio(sizes, dim, repeat, block_size, alternative):

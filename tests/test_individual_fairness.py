@@ -172,14 +172,20 @@ def test_screened_distance_range_is_exact(monkeypatch):
 
 
 def test_screening_falls_back_when_overwhelmed(monkeypatch):
-
+    # too many candidates for the extremes of the screened range pass: both
+    # passes redo in float64 (the count itself never gives up: see
+    # test_settled_per_block.py)
     monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
     X, y = SCREENING["small-int"]
     expected = lipschitz_fraction(X, y, return_counts=True, block_size=40).n_satisfied
     monkeypatch.setattr(_range, "_SCREEN_CANDIDATES", 0)
-    monkeypatch.setattr(_counters, "_MAX_UNDECIDED", 0)
+    maps = []
+    real = _counters._LipschitzCounter.map
+    monkeypatch.setattr(_counters._LipschitzCounter, "map",
+                        lambda self, block: maps.append(1) or real(self, block))  # fmt: skip
     got = lipschitz_fraction(X, y, return_counts=True, block_size=40)
     assert got.n_satisfied == expected
+    assert maps  # the float64 blocks counted
 
 
 def test_lipschitz_constant_predictions_satisfy_every_pair(rng):

@@ -159,3 +159,87 @@ def test_dask_process_cluster_runs_blocks_on_its_workers():
     assert set(where) == workers and len(workers) == 2, where  # both, and only them
     assert sum(where.values()) == len(specs)
     assert lf.n_satisfied == sf.lipschitz_fraction(X, y, return_counts=True).n_satisfied
+
+
+# Blocks whose undecided pairs were settled in this process, by counter class:
+# filled in the Dask workers (see _count_settling_here).
+_SETTLED_HERE: Counter = Counter()
+
+
+def _count_settling_here(patch=setattr):
+    """Make this process count the blocks each screened counter settles."""
+    from sklearn_fairaes.metrics import _group
+    from sklearn_fairaes.metrics._pairs import _counters
+
+    for cls in (_counters._ScreenedLipschitzCounter, _group._ScreenedGroupLipschitzCounter):
+        real = cls.__dict__["settled"]
+
+        def settled(self, sure, i, j, _real=real):
+            _SETTLED_HERE[type(self).__name__] += 1
+            return _real(self, sure, i, j)
+
+        patch(cls, "settled", settled)
+    _SETTLED_HERE.clear()
+
+
+def _settled_here():
+    return dict(_SETTLED_HERE)
+
+
+@pytest.mark.slow
+def test_dask_process_cluster_counts_screened_lipschitz_pairs_on_its_workers(monkeypatch):
+    # The exact counts on the float32-screened path (undecided pairs settled
+    # block by block): on the workers of a process cluster, identical to the
+    # local run, each worker settling blocks and the client none.
+    from sklearn_fairaes.metrics._pairs import _engine
+
+    distributed = require_module("distributed", "dask")
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)  # the screened path at small N
+    X, y = _asap_sized(seed=4)
+    X[1200:] = X[:369]  # duplicates with their scores: undecided pairs
+    y[1200:] = y[:369]
+    groups = np.random.default_rng(4).choice(["a", "b", "c"], size=N_ASAP7)
+    assert PairwiseEngine(X).screenable
+    n_blocks = len(PairwiseEngine(X)._block_specs())
+    local = sf.lipschitz_fraction(X, y, return_counts=True)
+    local_groups = sf.group_lipschitz_fraction(X, y, groups=groups)
+    with distributed.LocalCluster(
+        processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
+        client.run(_count_settling_here)
+        _count_settling_here(monkeypatch.setattr)  # the client must settle nothing
+        with parallel_config(backend="dask"):
+            got = sf.lipschitz_fraction(X, y, return_counts=True)
+            got_groups = sf.group_lipschitz_fraction(X, y, groups=groups)
+        per_worker = client.run(_settled_here)
+    assert (got.n_satisfied, got.n_pairs) == (local.n_satisfied, local.n_pairs)
+    for key in ("n_satisfied", "n_satisfied_within", "n_satisfied_cross", "n_pairs"):
+        assert got_groups[key] == local_groups[key], key
+    np.testing.assert_array_equal(got_groups.group_n_satisfied,
+                                  local_groups.group_n_satisfied)  # fmt: skip
+    assert _settled_here() == {}  # nothing settled in the client
+    assert len(per_worker) == 2 and all(per_worker.values()), per_worker
+    total = Counter()
+    for counts in per_worker.values():
+        total.update(counts)
+    # every block of each pass once: the count (sorted by score), then the
+    # within-group and the cross-group passes
+    assert total == {
+        "_SortedScreenedLipschitzCounter": n_blocks,
+        "_ScreenedGroupLipschitzCounter": n_blocks,
+        "_ScreenedLipschitzCounter": n_blocks,
+    }, total
+
+
+def test_engine_reports_its_arrays_to_sizeof():
+    # joblib's Dask backend scatters an argument once (instead of embedding it
+    # in every task) when dask.sizeof, i.e. sys.getsizeof, says it is large
+    import scipy.sparse as sparse
+
+    dask_sizeof = require_module("dask.sizeof", "dask").sizeof
+    X, _ = _asap_sized()
+    dense = PairwiseEngine(X)
+    assert dask_sizeof(dense) == sys.getsizeof(dense) >= X.size * 8  # float64 rows
+    rows = sparse.random(300, 2000, density=0.05, format="csr", random_state=0)
+    engine = PairwiseEngine(rows)
+    assert sys.getsizeof(engine) >= rows.data.nbytes + rows.indices.nbytes

@@ -41,7 +41,20 @@ def _problem(n, d, kind, seed=0):
     return X, y
 
 
+class _Recording:
+    """A settler that records the undecided pairs it is given (one thread)."""
+
+    def __init__(self, engine, y, d_scaling, o_scaling, L):
+        self.settle = _counters._Settler(engine, y, d_scaling, o_scaling, L)
+        self.pairs = []
+
+    def __call__(self, i, j):
+        self.pairs.extend(zip(i.tolist(), j.tolist()))
+        return self.settle(i, j)
+
+
 def _counts(reducer_cls, engine, y, L):
+    """(hits, pairs, the undecided pairs, whether any pair was given twice)."""
     o_range = _scaling._outcome_range(y)
     d_range = engine.distance_range(screened=True)[:2]
     d_scaling = _scaling._scaling(*d_range, "minmax", "distance")
@@ -49,8 +62,10 @@ def _counts(reducer_cls, engine, y, L):
     a, b, c, margin = _counters._screening_coefficients(
         engine, y, d_scaling, o_scaling, L, o_range[1]
     )
-    sure, n_eval, i, j, overflow = engine.map_reduce(reducer_cls(y, a, b, c, margin))
-    return sure, n_eval, set(zip(i.tolist(), j.tolist())), overflow
+    settle = _Recording(engine, y, d_scaling, o_scaling, L)
+    hits, n_eval = engine.map_reduce(reducer_cls(y, a, b, c, margin, settle))
+    undecided = set(settle.pairs)
+    return hits, n_eval, undecided, len(undecided) < len(settle.pairs)
 
 
 @pytest.mark.parametrize("kind", ["integer", "continuous", "few", "duplicates"])
@@ -96,7 +111,7 @@ def test_sorted_screen_merges_runs_and_falls_back_on_wide_bands(monkeypatch):
 def test_sorted_screen_refuses_unsorted_scores():
     with pytest.raises(ValueError, match="ascending"):
         _counters._SortedScreenedLipschitzCounter(
-            np.array([2.0, 1.0]), 0.5, 0.25, 0.1, 1e-6
+            np.array([2.0, 1.0]), 0.5, 0.25, 0.1, 1e-6, settle=None
         )
 
 

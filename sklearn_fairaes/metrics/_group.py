@@ -57,7 +57,6 @@ from ._pairs._counters import (
     _LipschitzCounter,
     _ScreenedLipschitzCounter,
     _screening_coefficients,
-    _settle,
 )
 from ._pairs._engine import PairwiseEngine, as_engine
 from ._pairs._results import TableResult
@@ -747,10 +746,16 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
         margin: float,
         codes: NDArray[np.intp],
         n_groups: int,
-        settle: _counters._Settler | None = None,
+        settle: _counters._Settler,
     ) -> None:
-        super().__init__(y, a, b, c, margin, settle=settle)
+        super().__init__(y, a, b, c, margin, settle)
         self.codes, self.n_groups = codes, n_groups
+
+    def settled(self, sure: Any, i: NDArray[np.int64], j: NDArray[np.int64]) -> Any:
+        # a within-group pair's two essays share the group of i
+        if not i.size:
+            return sure
+        return sure + np.bincount(self.codes[i[self.settle(i, j)]], minlength=self.n_groups)
 
     def map(self, block: PairBlock) -> ScreenedCounts:
         T = self.statistic(block)
@@ -763,7 +768,7 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
         pairs = np.bincount(rows, weights=np.count_nonzero(valid, axis=1),
                             minlength=self.n_groups).astype(np.int64)  # fmt: skip
         i, j = self.undecided(block, T)
-        return sure, pairs, i, j, False
+        return self.settled(sure, i, j), pairs
 
     def map_torch(self, block: _torch_backend.TorchBlock) -> ScreenedCounts:
         """:meth:`map` of a block on the torch backend (same counts, on the device)."""
@@ -772,20 +777,15 @@ class _ScreenedGroupLipschitzCounter(_ScreenedLipschitzCounter):
         )
         rows = self.codes[block.row_start : block.row_stop]
         sure = np.bincount(rows, weights=sure_rows, minlength=self.n_groups)
-        sure = sure.astype(np.int64)
         valid = _torch_backend.valid_per_row(block)
         pairs = np.bincount(rows, weights=valid, minlength=self.n_groups)
-        if self.settle is not None:  # as in the parent's map_torch
-            sure += np.bincount(self.codes[i[self.settle(i, j)]], minlength=self.n_groups)
-            i = j = np.empty(0, dtype=np.int64)
-        return sure, pairs.astype(np.int64), i, j, False
+        return self.settled(sure.astype(np.int64), i, j), pairs.astype(np.int64)
 
     # combine() is the parent's: its sums work on the per-group count arrays too
 
     def empty(self) -> ScreenedCounts:
-        e = np.empty(0, dtype=np.int64)
         zero = np.zeros(self.n_groups, dtype=np.int64)
-        return zero, zero.copy(), e, e, False
+        return zero, zero.copy()
 
 
 def _screened_group_counts(
@@ -797,40 +797,23 @@ def _screened_group_counts(
     o_scaling: Scaling,
     L: float,
     o_max: float,
-) -> GroupCounts | None:
+) -> GroupCounts:
     """Within-group (per group) and cross-group counts through float32 screening.
 
-    None when :func:`lipschitz_fraction` would give up screening: its one pass
-    over all pairs overflows exactly when the undecided pairs of both passes
-    here exceed the cap together (and there is more than one block).
+    Each block's undecided pairs are settled in the block, as in
+    :func:`lipschitz_fraction`, with the exact distances of the overall engine.
     """
     engine, within, between = engines
     a, b, c, margin = _screening_coefficients(engine, y, d_scaling, o_scaling, L, o_max)
-    # the torch backend settles undecided pairs block by block (see
-    # _ScreenedLipschitzCounter); the exact distances are the overall engine's
     settle = _counters._Settler(engine, y, d_scaling, o_scaling, L)
-    w_sure, w_pairs, wi, wj, w_over = within.map_reduce(
+    w_hits, w_pairs = within.map_reduce(
         _ScreenedGroupLipschitzCounter(y, a, b, c, margin, codes, n_groups, settle)
     )
+    b_hits, b_pairs = 0, 0
     if between.n_pairs:
-        b_sure, b_pairs, bi, bj, b_over = between.map_reduce(
-            _ScreenedLipschitzCounter(y, a, b, c, margin, settle=settle)
+        b_hits, b_pairs = between.map_reduce(
+            _ScreenedLipschitzCounter(y, a, b, c, margin, settle)
         )
-    else:
-        b_sure = b_pairs = 0
-        bi = bj = np.empty(0, dtype=np.int64)
-        b_over = False
-    several_blocks = len(engine._block_specs()) > 1
-    if (
-        w_over
-        or b_over
-        or (several_blocks and wi.size + bi.size > _counters._MAX_UNDECIDED)
-    ):
-        return None
-    w_ok = _settle(engine, y, wi, wj, d_scaling, o_scaling, L)
-    w_hits = w_sure + np.bincount(codes[wi[w_ok]], minlength=n_groups)
-    b_hits = b_sure + int(np.count_nonzero(_settle(engine, y, bi, bj, d_scaling,
-                                                   o_scaling, L)))  # fmt: skip
     return w_hits, w_pairs, b_hits, b_pairs
 
 
@@ -1006,8 +989,8 @@ def group_lipschitz_fraction(
     counted: GroupCounts | None = None
     d_range: tuple[float, float] | None = None
     # The same two paths, in the same order, as lipschitz_fraction: a float32
-    # screening when the engine allows it, else (or when screening gives up)
-    # exact float64 blocks for both the range and the counts.
+    # screening when the engine allows it, else (or when the screened range
+    # gives up) exact float64 blocks for both the range and the counts.
     for screened in (True, False) if engine.screenable else (False,):
         d_range = None
         if normalize is not None:
@@ -1028,9 +1011,8 @@ def group_lipschitz_fraction(
             counted = _plain_group_counts(
                 engines, y, codes, n_groups, d_scaling, o_scaling, L
             )
-        if counted is not None:
-            break
-    # the last pass is in float64, which always counts
+        break
+    # the loop ends on a count: only the screened range pass gives up
     w_hits, w_pairs, b_hits, b_pairs = cast("GroupCounts", counted)
     n_within, n_cross = int(w_pairs.sum()), int(b_pairs)
     hits_within, hits_cross = int(w_hits.sum()), int(b_hits)

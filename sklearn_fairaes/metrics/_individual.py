@@ -290,8 +290,10 @@ def lipschitz_fraction(
             order = np.argsort(y, kind="stable")
             engine, y = engine.reordered(order), y[order]
         # Large dense problems: a float32 product decides most pairs and exact
-        # float64 distances settle the rest. Both passes must use the same exact
-        # distances, so a failed screening redoes both in float64.
+        # float64 distances settle the rest, block by block. Both passes must
+        # use the same exact distances, so a screened range pass that gives up
+        # (too many candidates for an extreme: massive ties) redoes both in
+        # float64.
         for screened in (True, False) if engine.screenable else (False,):
             d_range = None
             if normalize is not None:
@@ -314,9 +316,8 @@ def lipschitz_fraction(
             else:
                 reducer = _LipschitzCounter(y, d_scaling, o_scaling, lipschitz_constant)
                 counted = engine.map_reduce(reducer)
-            if counted is not None:
-                break
-        # the last pass is in float64, which always counts
+            break
+        # the loop ends on a count: the float64 pass never gives up
         n_ok, n_eval = cast("tuple[int, int]", counted)
     else:
         # not exact: max_pairs is an int below the number of pairs

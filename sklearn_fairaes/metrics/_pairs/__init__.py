@@ -120,7 +120,9 @@ Float32 screening
     On large dense inputs under the cosine distance, the Lipschitz count and
     the distance range first use a float32 matrix product (twice as fast) with
     a rigorous bound on its error: pairs it decides are decided, and the few it
-    cannot are settled with exact float64 distances computed pair by pair.
+    cannot are settled with exact float64 distances computed pair by pair, in
+    the block that found them (no count keeps them, so none is capped: memory
+    stays that of one block whatever ``N``).
     Exact values there come from per-pair dot products instead of the float64
     matrix product; both agree with ``pdist`` to about ``1e-15``.
 """

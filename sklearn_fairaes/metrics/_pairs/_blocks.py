@@ -153,7 +153,8 @@ class Reducer(Protocol[_P]):
     two partial results into one, and ``empty`` is the result of no block. A
     reducer may also set ``block_kind = "similarity32"`` (it then gets float32
     similarities instead of distances) and ``consumes_blocks = True`` (it may
-    overwrite them).
+    overwrite them), and have a ``bind(engine)`` method, which each task sent
+    to workers calls with its engine before the reducer's first ``map``.
     """
 
     def map(self, block: PairBlock) -> _P:
@@ -252,4 +253,9 @@ def _run_chunk(
 def _run_task(
     engine: PairwiseEngine, reducer: Reducer[_P], chunks: Sequence[Sequence[BlockSpec]]
 ) -> list[_P]:
+    # a reducer that needs the engine (to settle pairs exactly) does not ship
+    # its own copy: it takes the task's, which on Dask is scattered once
+    bind = getattr(reducer, "bind", None)
+    if bind is not None:
+        bind(engine)
     return [_run_chunk(engine, reducer, specs) for specs in chunks]

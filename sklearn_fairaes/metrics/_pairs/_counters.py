@@ -57,11 +57,6 @@ class _LipschitzCounter:
         return 0, 0
 
 
-#: Most undecided pairs a screened count keeps (two int64 each) before falling
-#: back to exact float64 blocks; only reached with massive exact ties.
-_MAX_UNDECIDED = 2**24
-
-
 def _screen_scores(y: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
     """Scores on ``[0, 1]`` for the float32 screen: ``z = (y - min y) / 2**e``.
 
@@ -81,19 +76,21 @@ def _screen_scores(y: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
 
 
 class _ScreenedLipschitzCounter:
-    """Count Lipschitz pairs from float32 similarities, keeping undecided pairs.
+    """Count Lipschitz pairs from float32 similarities, settling undecided pairs.
 
     ``T = a - b * G - c * |z_i - z_j|`` (``z`` from :func:`_screen_scores`)
     equals ``L * d_n - o_n`` times a power of two up to ``margin``; pairs with
     ``T >= margin`` satisfy the inequality, pairs with ``T <= -margin`` do not,
-    and the others are returned for an exact check. The coefficients come from
+    and the others are settled by ``settle(i, j)`` (exact float64 decisions,
+    :class:`_Settler`) in the block that found them. The coefficients come from
     :func:`_screening_coefficients`, scaled so that ``|T| <= 3``.
 
-    On the torch backend (:meth:`map_torch`) with ``settle`` given, each
-    block's undecided pairs are settled at once, on the host, and none are
-    returned: the undecided pairs are a fixed share of all pairs, so at a
-    million essays (5 x 10**11 pairs) they can exceed :data:`_MAX_UNDECIDED`,
-    and the fallback to float64 blocks would take hours.
+    Each block's undecided pairs are settled at once, on every backend, and
+    only counts leave :meth:`map`: the undecided pairs are a fixed share of all
+    pairs (1.3e-4 to 1.5e-4 for 384-d embeddings and integer scores), so a count
+    that kept them to the end would hold about 7 x 10**7 at a million essays.
+    Settled per block they take at most a block's pairs (``block_size**2``) at
+    a time, whatever ``N``, and none travels between workers.
     """
 
     block_kind = "similarity32"
@@ -106,7 +103,7 @@ class _ScreenedLipschitzCounter:
         b: float,
         c: float,
         margin: float,
-        settle: _Settler | None = None,
+        settle: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.bool_]],
     ) -> None:
         self.settle = settle
         self.y32 = _screen_scores(y)[0].astype(np.float32)
@@ -147,34 +144,40 @@ class _ScreenedLipschitzCounter:
         n_cols = block.col_stop - block.col_start
         return block.row_start + pos // n_cols, block.col_start + pos % n_cols
 
+    def bind(self, engine: PairwiseEngine) -> None:
+        """Called by a worker's task with its engine (see :class:`_Settler`)."""
+        bind = getattr(self.settle, "bind", None)
+        if bind is not None:
+            bind(engine)
+
+    def settled(self, sure: Any, i: NDArray[np.int64], j: NDArray[np.int64]) -> Any:
+        """``sure`` plus the undecided pairs ``(i, j)`` that satisfy the inequality.
+
+        The one place where a block's undecided pairs are settled (every
+        ``map`` calls it once per block); per group in :mod:`.._group`.
+        """
+        if not i.size:
+            return sure
+        return sure + int(np.count_nonzero(self.settle(i, j)))
+
     def map(self, block: PairBlock) -> ScreenedCounts:
         T = self.statistic(block)
         sure = int(np.count_nonzero(T >= self.margin))
         i, j = self.undecided(block, T)
-        return sure, block.n_valid, i, j, False
+        return self.settled(sure, i, j), block.n_valid
 
     def map_torch(self, block: _torch_backend.TorchBlock) -> ScreenedCounts:
         """:meth:`map` of a block on the torch backend (same counts, on the device)."""
         sure, (i, j) = _torch_backend.lipschitz_screen(
             block, self.y32, self.a, self.b, self.c, self.torch_margin
         )
-        if self.settle is not None:
-            sure += int(np.count_nonzero(self.settle(i, j)))
-            i = j = np.empty(0, dtype=np.int64)
-        return sure, block.n_valid, i, j, False
+        return self.settled(sure, i, j), block.n_valid
 
     def combine(self, a: ScreenedCounts, b: ScreenedCounts) -> ScreenedCounts:
-        overflow = a[4] or b[4] or a[2].size + b[2].size > _MAX_UNDECIDED
-        if overflow:
-            e = np.empty(0, dtype=np.int64)
-            return a[0] + b[0], a[1] + b[1], e, e, True
-        i = np.concatenate([a[2], b[2]])
-        j = np.concatenate([a[3], b[3]])
-        return a[0] + b[0], a[1] + b[1], i, j, False
+        return a[0] + b[0], a[1] + b[1]
 
     def empty(self) -> ScreenedCounts:
-        e = np.empty(0, dtype=np.int64)
-        return 0, 0, e, e, False
+        return 0, 0
 
 
 #: The sorted screen cuts each block side where ``floor(z * 2**_RUN_BITS)``
@@ -207,8 +210,7 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
     same order as ``statistic``. The thresholds are moved inward by a bound on
     the rounding of those operations, so every pair is counted sure, left
     undecided or rejected exactly as :class:`_ScreenedLipschitzCounter` does:
-    the same counts and the same undecided pairs (which keeps the fallback on
-    too many undecided pairs where it was).
+    the same counts, and the same undecided pairs settled.
 
     ``y`` must be sorted (ascending) in the engine's order.
     """
@@ -220,8 +222,9 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
         b: float,
         c: float,
         margin: float,
+        settle: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.bool_]],
     ) -> None:
-        super().__init__(y, a, b, c, margin)
+        super().__init__(y, a, b, c, margin, settle)
         if np.any(np.diff(y) < 0):
             raise ValueError("the sorted screen needs the scores in ascending order")
         if not self.b > 0:
@@ -339,7 +342,7 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
         e = np.empty(0, dtype=np.int64)
         i = np.concatenate(found_i) if found_i else e
         j = np.concatenate(found_j) if found_j else e
-        return sure, block.n_valid, i.astype(np.int64), j.astype(np.int64), False
+        return self.settled(sure, i.astype(np.int64), j.astype(np.int64)), block.n_valid
 
 
 def _screening_coefficients(
@@ -417,23 +420,38 @@ def _settle(
 
 
 class _Settler:
-    """:func:`_settle` with its fixed arguments, for the reducers (picklable)."""
+    """:func:`_settle` with its fixed arguments, for the counters (picklable).
+
+    Pickled without its engine: a pass sent to workers ships the engine once,
+    as the task's own argument (on Dask scattered once per pass, see
+    ``PairwiseEngine.__sizeof__``), and :meth:`bind` attaches that copy on the
+    worker. Its exact distances are the same: every engine a pass can run on
+    (:meth:`PairwiseEngine.filtered`, :meth:`PairwiseEngine.reordered` with the
+    scores reordered alike) computes a pair's distance from the same rows.
+    """
 
     def __init__(
         self,
-        engine: PairwiseEngine,
+        engine: PairwiseEngine | None,
         y: NDArray[np.float64],
         d_scaling: Scaling,
         o_scaling: Scaling,
         L: float,
     ) -> None:
-        # joblib pickles a task's engine and reducer together, so the engine
-        # of the overall pass is shipped once (the group passes, whose tasks
-        # get their filtered engines, ship this one besides)
         self.engine, self.y = engine, y
         self.d_scaling, self.o_scaling, self.L = d_scaling, o_scaling, L
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "engine": None}
+
+    def bind(self, engine: PairwiseEngine) -> None:
+        """Use ``engine``'s exact distances, unless this settler has its own."""
+        if self.engine is None:
+            self.engine = engine
+
     def __call__(self, i: NDArray[np.int64], j: NDArray[np.int64]) -> NDArray[np.bool_]:
+        if self.engine is None:  # pragma: no cover - _run_task binds it
+            raise RuntimeError("this settler was unpickled without bind(engine)")
         return _settle(self.engine, self.y, i, j, self.d_scaling, self.o_scaling, self.L)
 
 
@@ -445,8 +463,8 @@ def _screened_count(
     L: float,
     o_max: float,
     sorted_scores: bool = False,
-) -> tuple[int, int] | None:
-    """Exact Lipschitz count through float32 screening, or None on overflow.
+) -> tuple[int, int]:
+    """Exact Lipschitz count through float32 screening: ``(n_satisfied, n_pairs)``.
 
     ``sorted_scores``: ``engine`` holds the essays sorted by ``y`` (ascending),
     so the sorted screen may count them (the same decisions, fewer operations).
@@ -460,11 +478,8 @@ def _screened_count(
         and np.float32(b) > 0  # else every pair is screened alike: nothing to sort
         and math.isfinite(margin)
     ):
-        counter = _SortedScreenedLipschitzCounter(y, a, b, c, margin)
+        counter = _SortedScreenedLipschitzCounter(y, a, b, c, margin, settle)
     else:
-        counter = _ScreenedLipschitzCounter(y, a, b, c, margin, settle=settle)
-    sure, n_eval, i, j, overflow = engine.map_reduce(counter)
-    if overflow:
-        return None
-    ok = _settle(engine, y, i, j, d_scaling, o_scaling, L)
-    return sure + int(np.count_nonzero(ok)), n_eval
+        counter = _ScreenedLipschitzCounter(y, a, b, c, margin, settle)
+    hits, n_eval = engine.map_reduce(counter)
+    return int(hits), int(n_eval)

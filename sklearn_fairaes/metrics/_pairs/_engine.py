@@ -323,6 +323,19 @@ class PairwiseEngine(_Distances):
         within = int(sum(n_pairs_of(int(c)) for c in np.bincount(self.groups)))
         return within if self.pairs == "within" else n_pairs_of(self.n_samples) - within
 
+    def __sizeof__(self) -> int:
+        # Its arrays, as dask.sizeof measures objects with sys.getsizeof:
+        # joblib's Dask backend then scatters the engine to the workers once
+        # per pass instead of embedding it in every task of the graph.
+        size = object.__sizeof__(self)
+        for value in self.__dict__.values():
+            if isinstance(value, np.ndarray):
+                size += value.nbytes
+            elif sp.issparse(value):  # CSR rows: their three arrays
+                for part in ("data", "indices", "indptr"):
+                    size += getattr(value, part, np.empty(0)).nbytes
+        return size
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_cache"] = state["_screen_cache"] = None

@@ -40,11 +40,10 @@ if TYPE_CHECKING:
     _RowBest = dict[int, tuple[NDArray[np.float64], NDArray[np.int64]]]
     #: Keys (float_key at a shift) of a per-pair statistic of a block (2-D).
     BlockKeys = Callable[[PairBlock, int], NDArray[np.int64]]
-    #: Partial result of the screened Lipschitz counters: the pairs decided to
-    #: satisfy the inequality, the pairs evaluated (ints overall, per-group
-    #: arrays in :mod:`.._group`), the undecided pairs ``(i, j)`` and whether
-    #: there were too many of those to keep.
-    ScreenedCounts = tuple[Any, Any, NDArray[np.int64], NDArray[np.int64], bool]
+    #: Partial result of the screened Lipschitz counters: the pairs that
+    #: satisfy the inequality (undecided ones settled in their block) and the
+    #: pairs evaluated (ints overall, per-group arrays in :mod:`.._group`).
+    ScreenedCounts = tuple[Any, Any]
 
 _T = TypeVar("_T")
 
