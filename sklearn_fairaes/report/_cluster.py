@@ -1,0 +1,47 @@
+"""Where the audit's per-chunk work runs: local processes (joblib) or a Dask cluster.
+
+One mapper per place, each a function ``mapper(fn, calls) -> [fn(*c) for c
+in calls]`` (in order), so that the per-essay stage (:mod:`._per_essay`)
+does not know where it runs. The heavy models a chunk needs (spaCy's
+tagger, WordNet) are loaded once per worker process by the package's own
+per-process caches, not once per chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["dask_mapper", "local_mapper"]
+
+Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
+
+
+def local_mapper(n_jobs: int | None) -> Mapper | None:
+    """Map over ``n_jobs`` joblib processes; None for one process (nothing to spread)."""
+    from joblib import effective_n_jobs
+
+    if n_jobs is None or effective_n_jobs(n_jobs) < 2:
+        return None
+
+    def mapper(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+        from joblib import Parallel, delayed
+
+        # loky's reusable executor: the same worker processes (their loaded
+        # tagger and WordNet) serve the features' own joblib calls later
+        return list(Parallel(n_jobs=n_jobs)(delayed(fn)(*c) for c in calls))
+
+    return mapper
+
+
+def dask_mapper(client: Any) -> Mapper:
+    """Map over a ``distributed.Client``'s workers, results in the order of the calls."""
+
+    def mapper(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+        if not calls:
+            return []
+        # pure=False: a chunk writes to the result cache, it is not a value to dedupe
+        futures = client.map(fn, *zip(*calls), pure=False)
+        return list(client.gather(futures))
+
+    return mapper
