@@ -117,6 +117,7 @@ def audit(
     tune_interpreter: bool = False,
     sections: Sequence[str] | None = None,
     bin_cols: Mapping[str, int] | None = None,
+    client: Any = None,
 ) -> AuditResult:
     """Audit scoring systems for individual fairness (are similar essays scored similarly).
 
@@ -430,6 +431,13 @@ def audit(
         143]"``). Ties on a quantile merge bins (a note says so). A column
         with text or an empty cell, an unknown column or fewer than 2 bins is
         refused before any work.
+    client : distributed.Client, default=None
+        A Dask cluster's client (the ``dask`` extra): every prompt's
+        per-essay work (POS tagging, feature counts, WordNet paraphrases) is
+        mapped over its workers in chunks, which need the ``cache`` folder
+        (a shared file system for remote workers); ``meta["per_essay"]``
+        names the cluster. The tables are those of a local run. None: on
+        ``n_jobs`` local processes.
 
     Returns
     -------
@@ -546,6 +554,7 @@ def audit(
     arguments = locals()
     from ..features._persist import result_counts
     from ..text._cache import open_cache
+    from ._cluster import check_client
     from .analyses import selected
 
     started = time.time()
@@ -560,6 +569,8 @@ def audit(
         settings.sections = (ids,) if isinstance(ids, str) else tuple(ids)
     embedding_cache = open_cache(cache)
     settings.cache = embedding_cache
+    # a switch of the call, like tune_interpreter: where the per-essay work runs
+    settings.client = check_client(client)
     # scorers you call are fitted models; those given as specs keep their
     # answers beside the embeddings, so that a re-run sends nothing
     settings.models, refit = merge_scorers(

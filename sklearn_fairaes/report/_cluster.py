@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["dask_mapper", "local_mapper"]
+__all__ = ["check_client", "dask_mapper", "describe_client", "local_mapper"]
 
 Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
 
@@ -45,3 +45,29 @@ def dask_mapper(client: Any) -> Mapper:
         return list(client.gather(futures))
 
     return mapper
+
+
+def check_client(client: Any) -> Any:
+    """``audit(client=)``: None, or a ``distributed.Client`` (ImportError naming the extra)."""
+    if client is None:
+        return None
+    from ..resources import require
+
+    distributed = require("distributed", purpose="audit(client=) on a Dask cluster")
+    if not isinstance(client, distributed.Client):
+        raise TypeError(
+            f"client must be a distributed.Client (or None for local processes), got "
+            f"{type(client).__name__}; connect one with distributed.Client(address)"
+        )
+    return client
+
+
+def describe_client(client: Any) -> dict[str, Any]:
+    """The cluster a client runs on, for the report: scheduler address and workers."""
+    info = client.scheduler_info()
+    workers = info.get("workers", {})
+    return {
+        "scheduler": str(client.scheduler.address),
+        "workers": len(workers),
+        "threads": int(sum(w.get("nthreads", 0) for w in workers.values())),
+    }

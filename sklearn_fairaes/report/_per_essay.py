@@ -164,11 +164,15 @@ def start_per_essay(
     future's result says what was done (for the report's meta): essays,
     chunks, workers, seconds and the store counts of the workers.
     """
-    from ._cluster import local_mapper
+    from ._cluster import dask_mapper, describe_client, local_mapper
 
     spec = _spec(plan)
     if spec is None:
         return None
+    client = getattr(plan.settings, "client", None)
+    cluster = None
+    if mapper is None and client is not None:
+        mapper, cluster = dask_mapper(client), describe_client(client)
     if mapper is None:
         mapper = local_mapper(plan.settings.n_jobs)
         if mapper is None:
@@ -193,6 +197,7 @@ def start_per_essay(
             "features": list(spec.features),
             "seconds": round(time.perf_counter() - t0, 1),
             "workers_result_cache": total,
+            **({} if cluster is None else {"cluster": cluster}),
         }
 
     future = pool.submit(run)
