@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._cli_cluster import add_scheduler_option, parse_scheduler, scheduler_client
 from ._cli_scorers import add_scorer_arguments, build_scorers, dry_run
 from ._interrupts import interrupts_kept
 from ._table_input import BadInput, parse_bin_cols, parse_embeddings, read_table
@@ -660,6 +661,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from .report import AuditInputError
 
     _check_options(args)
+    scheduler = parse_scheduler(args.scheduler)  # exit 2 now, not after the work
     if args.dry_run:
         return dry_run(args)  # before --out is claimed: a dry run writes nothing
     claim = _claim_output(args, _inputs(args))
@@ -679,14 +681,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 raise BadInput(f"{args.prompt_file}: the prompt file is empty")
         _log(args, f"auditing {len(frame)} essays from {args.data}")
         try:
-            result = _run_audit(
-                args,
-                frame,
-                source=os.path.basename(str(args.data)),
-                prompt=prompt,
-                paraphrases=False if args.no_paraphrases else args.paraphrase_col,
-                options=options,
-            )
+            with scheduler_client(scheduler) as client:
+                result = _run_audit(
+                    args,
+                    frame,
+                    source=os.path.basename(str(args.data)),
+                    prompt=prompt,
+                    paraphrases=False if args.no_paraphrases else args.paraphrase_col,
+                    options={**options, "client": client},
+                )
         except AuditInputError as exc:
             raise BadInput(_refusal(args, exc)) from None
         _write_output(args, claim, result)
@@ -896,6 +899,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p_audit.add_argument("data", help="a .tsv, .csv or .xlsx file, one essay per row")
+    add_scheduler_option(p_audit)
     p_audit.add_argument("--text-col", required=True, help="column with the essay text")
     p_audit.add_argument("--score-col", required=True, help="column with the human score")
     p_audit.add_argument(

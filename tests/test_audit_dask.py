@@ -100,3 +100,30 @@ def test_a_client_that_is_not_one_is_refused(two_prompts):
 
     with pytest.raises(TypeError, match=r"client must be a distributed\.Client"):
         audit(two_prompts, client="tcp://127.0.0.1:8786", **KW)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("bogus", "expected tcp://HOST:PORT"),
+        ("local:0", "expected tcp://HOST:PORT"),
+        ("tcp://127.0.0.1", "expected tcp://HOST:PORT"),
+        ("tcp://127.0.0.1:1", "no Dask scheduler answered"),
+    ],
+)
+def test_the_command_refuses_a_bad_scheduler_before_work(
+    value, fragment, tmp_path, capsys, monkeypatch
+):
+    from sklearn_fairaes import _cli_cluster
+    from sklearn_fairaes.cli import main
+    from sklearn_fairaes.datasets import load_demo_essays
+
+    monkeypatch.setattr(_cli_cluster, "CONNECT_TIMEOUT", 1)
+    data = tmp_path / "essays.csv"
+    load_demo_essays().iloc[:20].to_csv(data, index=False)
+    out = tmp_path / "report"
+    argv = ["audit", str(data), "--text-col", "essay", "--score-col", "score"]
+    assert main([*argv, "--out", str(out), "--scheduler", value]) == 2
+    err = capsys.readouterr().err
+    assert f"--scheduler {value}" in err.replace("'", "") and fragment in err
+    assert not out.exists()
