@@ -127,3 +127,23 @@ def test_the_command_refuses_a_bad_scheduler_before_work(
     err = capsys.readouterr().err
     assert f"--scheduler {value}" in err.replace("'", "") and fragment in err
     assert not out.exists()
+
+
+def _slow(i):
+    import time
+
+    time.sleep(0.3)
+    return i
+
+
+def test_a_stop_cancels_the_chunks_on_the_cluster(client):
+    import threading
+
+    from sklearn_fairaes.report._cluster import Stopped, dask_mapper
+
+    mapper = dask_mapper(client)
+    stop = threading.Event()
+    assert mapper(_slow, [(i,) for i in range(4)], stop) == [0, 1, 2, 3]
+    stop.set()
+    with pytest.raises(Stopped):
+        mapper(_slow, [(i,) for i in range(100)], stop)  # 15 s of work, stopped in 0.5

@@ -118,3 +118,24 @@ def test_chunks_cover_every_essay_once_and_never_one_alone():
     assert [len(c) for c, _ in chunks] == [6, 6, 5, 7, 7, 6]
     assert [e for c, _ in chunks for e in c] == essays
     assert [t for _, t in chunks] == ["task x"] * 3 + [None] * 3
+
+
+def _slow(i):
+    import time
+
+    time.sleep(0.2)
+    return i
+
+
+def test_a_stop_starts_no_further_chunk():
+    import threading
+
+    from sklearn_fairaes.report._cluster import Stopped, local_mapper
+
+    mapper = local_mapper(2)
+    assert local_mapper(1) is None and local_mapper(None) is None
+    stop = threading.Event()
+    assert mapper(_slow, [(i,) for i in range(4)], stop) == [0, 1, 2, 3]
+    stop.set()
+    with pytest.raises(Stopped):
+        mapper(_slow, [(i,) for i in range(40)], stop)

@@ -913,7 +913,9 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
             study.notes[:0] = first
             studies.append(study)
     finally:
-        # an error (or Ctrl-C) stops the paraphrases not yet started
+        # an error (or Ctrl-C) stops the paraphrases and chunks not yet started
+        if prepared is not None:
+            prepared.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         switch.restore()
     return studies, counts

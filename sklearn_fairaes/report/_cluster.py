@@ -1,7 +1,8 @@
 """Where the audit's per-chunk work runs: local processes (joblib) or a Dask cluster.
 
-One mapper per place, each a function ``mapper(fn, calls) -> [fn(*c) for c
-in calls]`` (in order), so that the per-essay stage (:mod:`._per_essay`)
+One mapper per place, each a function ``mapper(fn, calls, stop) -> [fn(*c)
+for c in calls]`` (in order; once ``stop`` is set no further call starts and
+:class:`Stopped` is raised), so that the per-essay stage (:mod:`._per_essay`)
 does not know where it runs. The heavy models a chunk needs (spaCy's
 tagger, WordNet) are loaded once per worker process by the package's own
 per-process caches, not once per chunk.
@@ -9,12 +10,27 @@ per-process caches, not once per chunk.
 
 from __future__ import annotations
 
+import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["check_client", "dask_mapper", "describe_client", "local_mapper"]
+__all__ = [
+    "Mapper",
+    "Stopped",
+    "check_client",
+    "dask_mapper",
+    "describe_client",
+    "local_mapper",
+]
 
-Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
+Mapper = Callable[
+    [Callable[..., Any], Sequence[tuple[Any, ...]], threading.Event], list[Any]
+]
+
+
+class Stopped(Exception):
+    """The caller stopped the mapping (``stop`` set) before every call ran."""
 
 
 def local_mapper(n_jobs: int | None) -> Mapper | None:
@@ -24,12 +40,27 @@ def local_mapper(n_jobs: int | None) -> Mapper | None:
     if n_jobs is None or effective_n_jobs(n_jobs) < 2:
         return None
 
-    def mapper(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+    def mapper(
+        fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], stop: threading.Event
+    ) -> list[Any]:
         from joblib import Parallel, delayed
 
         # loky's reusable executor: the same worker processes (their loaded
         # tagger and WordNet) serve the features' own joblib calls later
-        return list(Parallel(n_jobs=n_jobs)(delayed(fn)(*c) for c in calls))
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(fn)(*c) for c in calls
+        )
+        out = []
+        for r in results:
+            out.append(r)
+            if stop.is_set():
+                with warnings.catch_warnings():
+                    # joblib's note that it threw finished and running calls away:
+                    # what a stop asks for
+                    warnings.simplefilter("ignore", UserWarning)
+                    results.close()  # joblib aborts the calls not yet done
+                raise Stopped
+        return out
 
     return mapper
 
@@ -37,11 +68,23 @@ def local_mapper(n_jobs: int | None) -> Mapper | None:
 def dask_mapper(client: Any) -> Mapper:
     """Map over a ``distributed.Client``'s workers, results in the order of the calls."""
 
-    def mapper(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+    def mapper(
+        fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], stop: threading.Event
+    ) -> list[Any]:
+        from distributed import wait
+
         if not calls:
             return []
         # pure=False: a chunk writes to the result cache, it is not a value to dedupe
         futures = client.map(fn, *zip(*calls), pure=False)
+        while True:
+            try:
+                wait(futures, timeout=0.5)
+                break
+            except TimeoutError:
+                if stop.is_set():
+                    client.cancel(futures)
+                    raise Stopped from None
         return list(client.gather(futures))
 
     return mapper

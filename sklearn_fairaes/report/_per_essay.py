@@ -25,16 +25,25 @@ over, and the studies compute them as before.
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._build import Plan
+    from ._cluster import Mapper
 
-__all__ = ["CHUNK", "PerEssaySpec", "chunk_work", "start_per_essay", "wait_per_essay"]
+__all__ = [
+    "CHUNK",
+    "PerEssayRun",
+    "PerEssaySpec",
+    "chunk_work",
+    "start_per_essay",
+    "wait_per_essay",
+]
 
 #: Essays per task: a few seconds of tagging each, so that two workers end
 #: within a chunk of each other and a progress or an interrupt is not far off.
@@ -151,18 +160,34 @@ def plan_chunks(plan: Plan, size: int | None = None) -> list[tuple[list[str], st
     return out
 
 
-def start_per_essay(
-    plan: Plan,
-    *,
-    mapper: Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
-    | None = None,
-) -> Future[dict[str, Any]] | None:
+@dataclass
+class PerEssayRun:
+    """The per-essay work in flight: its future and the flag that stops it.
+
+    ``cancel()`` stops it after the chunks running now (an interrupt, or an
+    error of the audit before the studies): no chunk is started after it, so
+    the process does not wait minutes for work nobody will read.
+    """
+
+    future: Future[dict[str, Any]]
+    stop: threading.Event
+
+    def done(self) -> bool:
+        """Whether the chunks are all done (or the work failed or stopped)."""
+        return self.future.done()
+
+    def cancel(self) -> None:
+        """Start no further chunk (idempotent; nothing happens once done)."""
+        self.stop.set()
+
+
+def start_per_essay(plan: Plan, *, mapper: Mapper | None = None) -> PerEssayRun | None:
     """Start the per-essay work of every prompt in a thread; None when the studies do it.
 
     The thread maps :func:`chunk_work` over the chunks with ``mapper`` (from
-    :mod:`._cluster`: joblib processes, or a Dask client's workers). The
-    future's result says what was done (for the report's meta): essays,
-    chunks, workers, seconds and the store counts of the workers.
+    :mod:`._cluster`: joblib processes, or a Dask client's workers). Its
+    result says what was done (for the report's meta): essays, chunks,
+    workers, seconds and the store counts of the workers.
     """
     from ._cluster import dask_mapper, describe_client, local_mapper
 
@@ -180,10 +205,12 @@ def start_per_essay(
     chunks = plan_chunks(plan)
     calls = [(texts, prompt_text, spec) for texts, prompt_text in chunks]
     pool = ThreadPoolExecutor(1, thread_name_prefix="fairaes-per-essay")
+    stop = threading.Event()
+    map_chunks = mapper
 
     def run() -> dict[str, Any]:
         t0 = time.perf_counter()
-        counts = mapper(chunk_work, calls)
+        counts = map_chunks(chunk_work, calls, stop)
         total: dict[str, dict[str, int]] = {}
         for c in counts:
             for kind, fields in c.items():
@@ -202,10 +229,10 @@ def start_per_essay(
 
     future = pool.submit(run)
     pool.shutdown(wait=False)
-    return future
+    return PerEssayRun(future, stop)
 
 
-def wait_per_essay(future: Future[dict[str, Any]]) -> dict[str, Any]:
+def wait_per_essay(run: PerEssayRun) -> dict[str, Any]:
     """Wait for the chunks; add the workers' store counts to this process's.
 
     A chunk that failed (a missing tagger or WordNet, a lost worker) fails
@@ -216,7 +243,7 @@ def wait_per_essay(future: Future[dict[str, Any]]) -> dict[str, Any]:
     from ..features._persist import _count
 
     try:
-        info = future.result()
+        info = run.future.result()
     except Exception as exc:  # noqa: BLE001 - the studies redo it (see above)
         return {"error": f"{type(exc).__name__}: {exc}"}
     fields = {"read": 0, "computed": 1, "refused": 2}
