@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._cli_cluster import add_scheduler_option, parse_scheduler, scheduler_client
 from ._cli_scorers import add_scorer_arguments, build_scorers, check_repeats_flag, dry_run
 from ._interrupts import interrupts_kept
 from ._table_input import BadInput, parse_bin_cols, parse_embeddings, read_table
@@ -662,11 +663,13 @@ def _inputs(args: argparse.Namespace) -> list[str | None]:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     _check_options(args)
+    scheduler = parse_scheduler(args.scheduler)  # exit 2 now, not after the work
     if args.dry_run:
         return dry_run(args, audit_from_args)  # before --out is claimed: writes nothing
     claim = _claim_output(args, _inputs(args))
     try:
-        result = audit_from_args(args)
+        with scheduler_client(scheduler) as client:
+            result = audit_from_args(args, client=client)
         _write_output(args, claim, result)
     finally:
         claim.release()
@@ -674,9 +677,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def audit_from_args(
-    args: argparse.Namespace, call: Any = None, doing: str = "auditing"
+    args: argparse.Namespace, call: Any = None, doing: str = "auditing", client: Any = None
 ) -> Any:
-    """Read the data and run ``call`` (default: audit()) with the command's options."""
+    """Read the data and run ``call`` (default: audit()) with the command's options.
+
+    ``client``: the Dask client of ``--scheduler`` (audit() only).
+    """
     from ._cli_edits import read_prompt_file
     from .report import AuditInputError
 
@@ -691,7 +697,7 @@ def audit_from_args(
             source=os.path.basename(str(args.data)),
             prompt=prompt,
             paraphrases=False if args.no_paraphrases else args.paraphrase_col,
-            options=options,
+            options=options if client is None else {**options, "client": client},
             call=call,
         )
     except AuditInputError as exc:
@@ -1041,6 +1047,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_audit_arguments(p_audit, out="output folder")
+    add_scheduler_option(p_audit)
     p_audit.set_defaults(func=_cmd_audit)
 
     p_demo = sub.add_parser(

@@ -121,6 +121,7 @@ def audit(
     sections: Sequence[str] | None = None,
     bin_cols: Mapping[str, int] | None = None,
     repeats: int = 1,
+    client: Any = None,
 ) -> AuditResult:
     """Audit scoring systems for individual fairness (are similar essays scored similarly).
 
@@ -460,6 +461,13 @@ def audit(
         Given scores, trained baselines and fitted estimators are scored
         once (an estimator is deterministic by assumption); ``K >= 2``
         without a scorer you call is refused before any work.
+    client : distributed.Client, default=None
+        A Dask cluster's client (the ``dask`` extra): every prompt's
+        per-essay work (POS tagging, feature counts, WordNet paraphrases) is
+        mapped over its workers in chunks, which need the ``cache`` folder
+        (a shared file system for remote workers); ``meta["per_essay"]``
+        names the cluster. The tables are those of a local run. None: on
+        ``n_jobs`` local processes.
 
     Returns
     -------
@@ -628,6 +636,7 @@ def _prepare(
     the plan (``report._edits`` plans the texts to export with it).
     """
     from ..text._cache import open_cache
+    from ._cluster import check_client
     from ._edits import with_scored_edits
 
     settings = AuditConfig(
@@ -640,6 +649,8 @@ def _prepare(
         settings.sections = (ids,) if isinstance(ids, str) else tuple(ids)
     embedding_cache = open_cache(arguments["cache"])
     settings.cache = embedding_cache
+    # a switch of the call, like tune_interpreter: where the per-essay work runs
+    settings.client = check_client(arguments["client"])
     # scorers you call are fitted models; those given as specs keep their
     # answers beside the embeddings, so that a re-run sends nothing; a
     # scored file is a scorer that answers from the file

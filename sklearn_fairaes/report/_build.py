@@ -62,6 +62,7 @@ from ._inputs import (
     column,
     short,
 )
+from ._per_essay import start_per_essay, wait_per_essay
 from ._repeats import attach_repeats, score_repeats
 from ._scorers import probe_scorers
 from ._scoring import predict_scores
@@ -829,9 +830,7 @@ def pair_space(rname: str, rep: Any, X: Any, settings: Settings) -> PairSpace:
     return PairSpace(rname, rep, X, engine, "cosine", engine.paired_distances(i, j), (i, j))
 
 
-def build_studies(
-    plan: Plan, bar: Progress
-) -> tuple[list[Study], dict[str, dict[str, int]]]:
+def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any]]:
     """One study per prompt, and the counts of ``_vector_notes`` per representation.
 
     The counts are ``{"empty_vectors": {rname: k}, "letters_dropped": {rname: k}}``
@@ -847,6 +846,9 @@ def build_studies(
     repeated = score_repeats(plan, fitted_scores)  # repeats=K: before the long work
     # the counterfactual audit's edits too, before the long work
     probe_edited_essays(plan)
+    # the features' tagging and the paraphrases of every prompt, in chunks over
+    # the processes, into the result cache the studies read (_per_essay)
+    prepared = start_per_essay(plan)
     several = plan.prompt_col is not None
     represented = {}
     # The WordNet paraphrases (tagging included) are single-threaded Python;
@@ -875,7 +877,8 @@ def build_studies(
 
     def start_paraphrases() -> None:
         if (
-            paraphrased
+            (prepared is not None and not prepared.done())
+            or paraphrased
             or plan.paraphrases is not None
             or not plan.make_paraphrases
             or not plan.prompts
@@ -901,11 +904,14 @@ def build_studies(
                 before_encoders=start_paraphrases,
                 rows=plan.rows_of(p),
             )
+        per_essay = None if prepared is None else wait_per_essay(prepared)
         start_paraphrases()  # no encoder among the representations
-        counts = {
+        counts: dict[str, Any] = {
             kind: dict.fromkeys(plan.representations, 0)
             for kind in ("empty_vectors", "letters_dropped")
         }
+        if per_essay is not None:
+            counts["per_essay"] = per_essay
         studies = []
         for p in plan.prompts:
             study = _study(plan, p, fitted_scores, represented[p], bar, paraphrased.get(p))
@@ -918,7 +924,9 @@ def build_studies(
             study.notes[:0] = first
             studies.append(study)
     finally:
-        # an error (or Ctrl-C) stops the paraphrases not yet started
+        # an error (or Ctrl-C) stops the paraphrases and chunks not yet started
+        if prepared is not None:
+            prepared.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         switch.restore()
     attach_repeats(plan, studies, repeated)

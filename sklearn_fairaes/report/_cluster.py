@@ -1,0 +1,116 @@
+"""Where the audit's per-chunk work runs: local processes (joblib) or a Dask cluster.
+
+One mapper per place, each a function ``mapper(fn, calls, stop) -> [fn(*c)
+for c in calls]`` (in order; once ``stop`` is set no further call starts and
+:class:`Stopped` is raised), so that the per-essay stage (:mod:`._per_essay`)
+does not know where it runs. The heavy models a chunk needs (spaCy's
+tagger, WordNet) are loaded once per worker process by the package's own
+per-process caches, not once per chunk.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = [
+    "Mapper",
+    "Stopped",
+    "check_client",
+    "dask_mapper",
+    "describe_client",
+    "local_mapper",
+]
+
+Mapper = Callable[
+    [Callable[..., Any], Sequence[tuple[Any, ...]], threading.Event], list[Any]
+]
+
+
+class Stopped(Exception):
+    """The caller stopped the mapping (``stop`` set) before every call ran."""
+
+
+def local_mapper(n_jobs: int | None) -> Mapper | None:
+    """Map over ``n_jobs`` joblib processes; None for one process (nothing to spread)."""
+    from joblib import effective_n_jobs
+
+    if n_jobs is None or effective_n_jobs(n_jobs) < 2:
+        return None
+
+    def mapper(
+        fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], stop: threading.Event
+    ) -> list[Any]:
+        from joblib import Parallel, delayed
+
+        # loky's reusable executor: the same worker processes (their loaded
+        # tagger and WordNet) serve the features' own joblib calls later
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(fn)(*c) for c in calls
+        )
+        out = []
+        for r in results:
+            out.append(r)
+            if stop.is_set():
+                with warnings.catch_warnings():
+                    # joblib's note that it threw finished and running calls away:
+                    # what a stop asks for
+                    warnings.simplefilter("ignore", UserWarning)
+                    results.close()  # joblib aborts the calls not yet done
+                raise Stopped
+        return out
+
+    return mapper
+
+
+def dask_mapper(client: Any) -> Mapper:
+    """Map over a ``distributed.Client``'s workers, results in the order of the calls."""
+
+    def mapper(
+        fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], stop: threading.Event
+    ) -> list[Any]:
+        from distributed import wait
+
+        if not calls:
+            return []
+        # pure=False: a chunk writes to the result cache, it is not a value to dedupe
+        futures = client.map(fn, *zip(*calls), pure=False)
+        while True:
+            try:
+                wait(futures, timeout=0.5)
+                break
+            except TimeoutError:
+                if stop.is_set():
+                    client.cancel(futures)
+                    raise Stopped from None
+        return list(client.gather(futures))
+
+    return mapper
+
+
+def check_client(client: Any) -> Any:
+    """``audit(client=)``: None, or a ``distributed.Client`` (ImportError naming the extra)."""
+    if client is None:
+        return None
+    from ..resources import require
+
+    distributed = require("distributed", purpose="audit(client=) on a Dask cluster")
+    if not isinstance(client, distributed.Client):
+        raise TypeError(
+            f"client must be a distributed.Client (or None for local processes), got "
+            f"{type(client).__name__}; connect one with distributed.Client(address)"
+        )
+    return client
+
+
+def describe_client(client: Any) -> dict[str, Any]:
+    """The cluster a client runs on, for the report: scheduler address and workers."""
+    info = client.scheduler_info()
+    workers = info.get("workers", {})
+    return {
+        "scheduler": str(client.scheduler.address),
+        "workers": len(workers),
+        "threads": int(sum(w.get("nthreads", 0) for w in workers.values())),
+    }

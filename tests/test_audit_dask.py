@@ -1,0 +1,149 @@
+"""``audit(client=)`` (issue 35): the per-essay work on a Dask cluster's workers.
+
+A process ``LocalCluster`` of two single-threaded workers, started by the test:
+the audit's tables equal those of the local run (every table, exactly), and the
+chunks ran on the workers: their own result-cache counts (asked of each worker)
+add up to every essay, and this process tagged none.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import require_module
+
+from sklearn_fairaes.features import _persist, _pos
+
+KW = {
+    "text_col": "essay",
+    "score_col": "rater1_domain1",
+    "systems": {"rater2": "rater2_domain1"},
+    "prompt_col": "task",
+    "score_range": (0, 12),
+    "representations": ["tfidf"],
+}
+
+
+@pytest.fixture
+def two_prompts(asap7):
+    """60 essays of ASAP prompt 7 as two prompts of 30, the second rater as a system."""
+    data = asap7.iloc[:60].copy()
+    data["task"] = ["a"] * 30 + ["b"] * 30
+    return data
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = require_module("distributed", "dask")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # any free port: another cluster may hold 8787
+            host="127.0.0.1",
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+def _worker_counts():
+    from sklearn_fairaes.features._persist import result_counts
+
+    return result_counts()
+
+
+def test_tables_equal_the_local_run_and_the_workers_did_the_chunks(
+    client, two_prompts, tmp_path, monkeypatch
+):
+    from pandas.testing import assert_frame_equal
+
+    from sklearn_fairaes import audit
+    from sklearn_fairaes.report import _per_essay
+
+    monkeypatch.setattr(_pos, "_TAG_MEMO", _pos._TagMemo(_pos._TAG_MEMO_MAX_TOKENS))
+    monkeypatch.setattr(_pos, "_STORES", {})
+    monkeypatch.setattr(_persist, "_SIBLINGS", {})
+    tagged = [0]
+    real = _pos._run_tagger
+
+    def counting(batch, label):
+        tagged[0] += len(batch)
+        return real(batch, label)
+
+    monkeypatch.setattr(_pos, "_run_tagger", counting)
+    monkeypatch.setattr(_per_essay, "CHUNK", 8)  # 8 chunks over the 2 workers
+    before = client.run(_worker_counts)
+    on_dask = audit(two_prompts, cache=tmp_path / "cache", client=client, **KW)
+    after = client.run(_worker_counts)
+    done = {
+        w: after[w].get("paraphrases", {}).get("computed", 0)
+        - before[w].get("paraphrases", {}).get("computed", 0)
+        for w in after
+    }
+    assert sum(done.values()) == 60 and len(done) == 2
+    assert tagged[0] == 0  # the studies read every essay's results
+    info = on_dask.meta["per_essay"]
+    assert info["chunks"] == 8 and info["essays"] == 60
+    assert info["cluster"]["workers"] == 2
+    assert info["cluster"]["scheduler"] == client.scheduler.address
+
+    local = audit(two_prompts, cache=False, **KW)
+    assert "per_essay" not in local.meta
+    assert set(on_dask.tables) == set(local.tables)
+    for name, table in local.tables.items():
+        assert_frame_equal(on_dask.tables[name], table, check_exact=True, obj=name)
+
+
+def test_a_client_that_is_not_one_is_refused(two_prompts):
+    from sklearn_fairaes import audit
+
+    with pytest.raises(TypeError, match=r"client must be a distributed\.Client"):
+        audit(two_prompts, client="tcp://127.0.0.1:8786", **KW)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("bogus", "expected tcp://HOST:PORT"),
+        ("local:0", "expected tcp://HOST:PORT"),
+        ("tcp://127.0.0.1", "expected tcp://HOST:PORT"),
+        ("tcp://127.0.0.1:1", "no Dask scheduler answered"),
+    ],
+)
+def test_the_command_refuses_a_bad_scheduler_before_work(
+    value, fragment, tmp_path, capsys, monkeypatch
+):
+    from sklearn_fairaes import _cli_cluster
+    from sklearn_fairaes.cli import main
+    from sklearn_fairaes.datasets import load_demo_essays
+
+    monkeypatch.setattr(_cli_cluster, "CONNECT_TIMEOUT", 1)
+    data = tmp_path / "essays.csv"
+    load_demo_essays().iloc[:20].to_csv(data, index=False)
+    out = tmp_path / "report"
+    argv = ["audit", str(data), "--text-col", "essay", "--score-col", "score"]
+    assert main([*argv, "--out", str(out), "--scheduler", value]) == 2
+    err = capsys.readouterr().err
+    assert f"--scheduler {value}" in err.replace("'", "") and fragment in err
+    assert not out.exists()
+
+
+def _slow(i):
+    import time
+
+    time.sleep(0.3)
+    return i
+
+
+def test_a_stop_cancels_the_chunks_on_the_cluster(client):
+    import threading
+
+    from sklearn_fairaes.report._cluster import Stopped, dask_mapper
+
+    mapper = dask_mapper(client)
+    stop = threading.Event()
+    assert mapper(_slow, [(i,) for i in range(4)], stop) == [0, 1, 2, 3]
+    stop.set()
+    with pytest.raises(Stopped):
+        mapper(_slow, [(i,) for i in range(100)], stop)  # 15 s of work, stopped in 0.5
