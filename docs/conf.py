@@ -49,7 +49,10 @@ templates_path = ["_templates"]
 # to other libraries cannot offline (no intersphinx) and render as plain code.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r"py:.*", r"(sklearn|scipy|numpy|pandas|joblib|matplotlib|dask|distributed|torch)(\..*)?"),
+    (
+        r"py:.*",
+        r"(sklearn|scipy|numpy|pandas|joblib|matplotlib|dask|distributed|torch)(\..*)?",
+    ),
     # scikit-learn's warning, re-exported for one filterwarnings entry
     (r"py:.*", r"sklearn_fairaes\.exceptions\.UndefinedMetricWarning"),
     # private base classes named by :show-inheritance: (documented through
