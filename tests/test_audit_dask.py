@@ -137,7 +137,11 @@ def test_tables_equal_the_local_run_and_the_workers_did_the_chunks(
     assert ran.get("_LipschitzCounter", 0) > 0 and ran.get("MultiReducer", 0) > 0, ran
     assert len(pair_tasks) == 2 and all(pair_tasks.values()), pair_tasks  # both workers
 
+    # the report names the cluster
+    assert f"Dask cluster {client.scheduler.address} (2 workers" in on_dask.to_html()
+
     local = audit(two_prompts, cache=False, **KW)
+    assert "local (1 process)" in local.to_html()
     assert "per_essay" not in local.meta
     assert set(on_dask.tables) == set(local.tables)
     for name, table in local.tables.items():

@@ -29,6 +29,7 @@ __all__ = [
     "local_mapper",
     "pair_passes",
     "run_place",
+    "run_place_text",
 ]
 
 Mapper = Callable[
@@ -149,3 +150,33 @@ def run_place(client: Any, n_jobs: int | None) -> dict[str, Any]:
     if client is not None:
         place["cluster"] = describe_client(client)
     return place
+
+
+def run_place_text(meta: Any) -> str | None:
+    """Where an audit ran, in words, from its meta; None when the meta does not say.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.report._cluster import run_place_text
+    >>> run_place_text({"n_jobs": None}), run_place_text({"n_jobs": 4})
+    ('local (1 process)', 'local (4 processes)')
+    >>> run_place_text({"n_jobs": None, "cluster": {"scheduler": "tcp://10.0.0.5:8786",
+    ...                 "workers": 8, "threads": 16}})
+    'Dask cluster tcp://10.0.0.5:8786 (8 workers, 16 threads): per-essay chunks and pair passes on the workers'
+    """
+    cluster = meta.get("cluster") or (meta.get("per_essay") or {}).get("cluster")
+    if cluster:
+        workers, threads = int(cluster.get("workers", 0)), int(cluster.get("threads", 0))
+        return (
+            f"Dask cluster {cluster.get('scheduler')} ({workers} worker"
+            f"{'s' if workers != 1 else ''}, {threads} thread{'s' if threads != 1 else ''})"
+            f": per-essay chunks and pair passes on the workers"
+        )
+    if "n_jobs" not in meta:  # results of a version that did not record it
+        return None
+    n_jobs = meta["n_jobs"]
+    if n_jobs is None or n_jobs == 1:
+        return "local (1 process)"
+    if n_jobs < 0:
+        return f"local (all cores{'' if n_jobs == -1 else f' but {-n_jobs - 1}'})"
+    return f"local ({n_jobs} processes)"
