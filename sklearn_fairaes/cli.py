@@ -597,6 +597,10 @@ def _finish(args: argparse.Namespace, result: AuditResult) -> int:
                 f"embedding cache {where}: {cache['encoded']} texts encoded, "
                 f"{cache['served']} served from the cache",
             )
+        if result.meta.get("cluster"):
+            from .report._cluster import run_place_text
+
+            _log(args, f"ran on {run_place_text(result.meta)}")
         if not args.quiet:
             print(result.summary())
     except KeyboardInterrupt:

@@ -3,7 +3,8 @@
 A process ``LocalCluster`` of two single-threaded workers, started by the test:
 the audit's tables equal those of the local run (every table, exactly), and the
 chunks ran on the workers: their own result-cache counts (asked of each worker)
-add up to every essay, and this process tagged none.
+add up to every essay, and this process tagged none. The studies' pair passes
+ran there too: each worker counts the engine's tasks it ran, by reducer.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import pytest
 from conftest import require_module
 
 from sklearn_fairaes.features import _persist, _pos
+from sklearn_fairaes.metrics._pairs import _engine, _types
+from sklearn_fairaes.report import _build
 
 KW = {
     "text_col": "essay",
@@ -53,6 +56,32 @@ def _worker_counts():
     return result_counts()
 
 
+# The pairwise engine's tasks run in this process, by reducer class: filled in
+# the Dask workers (see _count_pair_tasks_here); the client's stays empty.
+_PAIR_TASKS: dict[str, int] = {}
+
+
+def _count_pair_tasks_here(patch=setattr):
+    """Count the chunks of the engine's joblib tasks run in this process, by reducer."""
+    from sklearn_fairaes.metrics._pairs import _blocks
+
+    real = _blocks.__dict__["_run_chunk"]
+
+    def counted(engine, reducer, specs, _real=real):
+        name = type(reducer).__name__
+        _PAIR_TASKS[name] = _PAIR_TASKS.get(name, 0) + 1
+        return _real(engine, reducer, specs)
+
+    # _run_task (pickled by reference) calls its module's _run_chunk; the
+    # engine's in-process passes call their own import of it, not this
+    patch(_blocks, "_run_chunk", counted)
+    _PAIR_TASKS.clear()
+
+
+def _pair_tasks_here():
+    return dict(_PAIR_TASKS)
+
+
 def test_tables_equal_the_local_run_and_the_workers_did_the_chunks(
     client, two_prompts, tmp_path, monkeypatch
 ):
@@ -73,9 +102,18 @@ def test_tables_equal_the_local_run_and_the_workers_did_the_chunks(
 
     monkeypatch.setattr(_pos, "_run_tagger", counting)
     monkeypatch.setattr(_per_essay, "CHUNK", 8)  # 8 chunks over the 2 workers
+    # Both runs as a large study's: the engine walks the vectors (no condensed
+    # matrix, no blocks kept in this process) in blocks of 8 essays. At this
+    # size a study is one block held here, whose passes stay here.
+    monkeypatch.setattr(_build, "MAX_CONDENSED", 0)
+    monkeypatch.setattr(_engine, "_CACHE_BYTES", 0)
+    monkeypatch.setattr(_types, "_MIN_BLOCK_SIZE", 8)
+    client.run(_count_pair_tasks_here)
+    _count_pair_tasks_here(monkeypatch.setattr)  # the client must run none
     before = client.run(_worker_counts)
     on_dask = audit(two_prompts, cache=tmp_path / "cache", client=client, **KW)
     after = client.run(_worker_counts)
+    pair_tasks = client.run(_pair_tasks_here)
     done = {
         w: after[w].get("paraphrases", {}).get("computed", 0)
         - before[w].get("paraphrases", {}).get("computed", 0)
@@ -87,8 +125,23 @@ def test_tables_equal_the_local_run_and_the_workers_did_the_chunks(
     assert info["chunks"] == 8 and info["essays"] == 60
     assert info["cluster"]["workers"] == 2
     assert info["cluster"]["scheduler"] == client.scheduler.address
+    assert on_dask.meta["cluster"] == info["cluster"]
+    # the pair passes: chunks on the workers, none in this process
+    assert _pair_tasks_here() == {}
+    ran = {}
+    for counts in pair_tasks.values():
+        for name, n in counts.items():
+            ran[name] = ran.get(name, 0) + n
+    # the Lipschitz counts, and the review's pass (a MultiReducer of its
+    # neighbours, top pairs and key histograms)
+    assert ran.get("_LipschitzCounter", 0) > 0 and ran.get("MultiReducer", 0) > 0, ran
+    assert len(pair_tasks) == 2 and all(pair_tasks.values()), pair_tasks  # both workers
+
+    # the report names the cluster
+    assert f"Dask cluster {client.scheduler.address} (2 workers" in on_dask.to_html()
 
     local = audit(two_prompts, cache=False, **KW)
+    assert "local (1 process)" in local.to_html()
     assert "per_essay" not in local.meta
     assert set(on_dask.tables) == set(local.tables)
     for name, table in local.tables.items():

@@ -524,6 +524,28 @@ def test_overview_lists_what_was_left_out_and_why(page, audit):
     assert "<code>prompt_similarity_sbert</code>" in overview
 
 
+def _ran_on(page):
+    overview = page.split("<h2>2 ")[0]
+    found = re.findall(r"<dt>Ran on</dt><dd>(.*?)</dd>", overview)
+    return found[0] if found else None
+
+
+def test_overview_says_where_the_audit_ran(audit):
+    # a Dask cluster (audit(client=)): its scheduler and workers; a local run:
+    # its processes; results of a version that did not record it: no line
+    tables, meta = audit
+    cluster = {"scheduler": "tcp://10.0.0.5:8786", "workers": 8, "threads": 16}
+    page = render_html(tables, {**meta, "n_jobs": None, "cluster": cluster}, {})
+    assert _ran_on(page) == _esc(
+        "Dask cluster tcp://10.0.0.5:8786 (8 workers, 16 threads): per-essay chunks "
+        "and pair passes on the workers"
+    )
+    assert _ran_on(render_html(tables, {**meta, "n_jobs": 2}, {})) == "local (2 processes)"
+    assert _ran_on(render_html(tables, {**meta, "n_jobs": None}, {})) == "local (1 process)"
+    assert _ran_on(render_html(tables, {**meta, "n_jobs": -1}, {})) == "local (all cores)"
+    assert "n_jobs" not in meta and _ran_on(render_html(tables, meta, {})) is None
+
+
 def test_numbers_and_flags_are_formatted(page, audit):
     tables, _ = audit
     agreement = tables["agreement"]

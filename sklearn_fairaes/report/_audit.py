@@ -48,6 +48,7 @@ from ._build import (
     plan_audit,
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
+from ._cluster import pair_passes, run_place
 from ._config import AuditConfig
 from ._edits import check_scored_files
 from ._embeddings import GivenEmbeddings
@@ -466,8 +467,10 @@ def audit(
         per-essay work (POS tagging, feature counts, WordNet paraphrases) is
         mapped over its workers in chunks, which need the ``cache`` folder
         (a shared file system for remote workers); ``meta["per_essay"]``
-        names the cluster. The tables are those of a local run. None: on
-        ``n_jobs`` local processes.
+        names the cluster. The studies' pair passes (Lipschitz counts,
+        review passes) run there too, over every worker thread, when
+        ``n_jobs`` is None (``n_jobs=1`` keeps them here). The tables are
+        those of a local run. None: on ``n_jobs`` local processes.
 
     Returns
     -------
@@ -600,7 +603,8 @@ def audit(
         try:
             studies, vector_counts = build_studies(plan, bar)
             pause("computing")  # test-only hook: an interrupt test's instant mid-audit
-            runs = {s.id: _run(s.analysis, studies, bar) for s in chosen if s.analysis}
+            with pair_passes(plan.settings.client):  # the engine's joblib passes
+                runs = {s.id: _run(s.analysis, studies, bar) for s in chosen if s.analysis}
         finally:
             bar.close()
     tables = _stack(studies, runs, chosen)
@@ -609,6 +613,7 @@ def audit(
     # essays that became empty vectors, or lost most of their letters, per
     # representation (each named in a note)
     meta.update(vector_counts)
+    meta.update(run_place(plan.settings.client, plan.settings.n_jobs))  # where it ran
     # how much encoding this run did: 0 encoded on a re-run with the cache filled
     meta["embedding_cache"] = {
         "folder": None if embedding_cache.path is None else str(embedding_cache.path),

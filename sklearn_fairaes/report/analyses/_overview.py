@@ -24,6 +24,7 @@ from .._cells import (
     _text,
     _warnings,
 )
+from .._cluster import run_place_text
 from .._config import setting_label
 from .._plots import feature_label, feature_number, model_label, representation_label
 from ._base import Heading, Section
@@ -188,6 +189,9 @@ def view(
         ),
         (setting_label("sbert_model"), Cell(str(meta.get("sbert_model") or "not used"))),
     ]
+    place = run_place_text(meta)
+    if place is not None:
+        items.append(("Ran on", Cell(place)))
     if meta.get("sections") is not None:
         # only when the run was told which sections to run (audit(sections=...))
         items.append(("Sections run", listing(meta["sections"])))
