@@ -108,6 +108,7 @@ ELSEWHERE = {
     # regressors that call a function or a service: predict, not transform
     "FunctionScorer": "test_scorers.py::test_scorer_contract",
     "HTTPScorer": "test_scorers.py::test_scorer_contract (a loopback service)",
+    "OpenAIScorer": "test_scorers_openai.py::test_grader_contract (a loopback grader)",
 }
 
 

@@ -335,6 +335,37 @@ def test_the_grader_is_clonable_picklable_and_works_in_sklearn(server, essays, t
     assert (back.scorer, back.position, back.refused) == (err.scorer, 2, {2: "score 9"})
 
 
+@pytest.mark.network
+def test_grader_contract(server, essays, tmp_path):
+    """The text-estimator contract (tests/test_contract.py) for the LLM grader."""
+    import pandas as pd
+    from sklearn.utils import get_tags
+
+    est = _grader(server, tmp_path, concurrency=2)
+    tags = get_tags(est)
+    assert tags.input_tags.string and not tags.input_tags.two_d_array
+    assert not tags.requires_fit  # used as it is: predict needs no fit
+    before = est.get_params(deep=False)
+    texts = list(essays["essay"][:5])
+    kept = list(texts)
+    out = est.predict(texts)  # before any fit
+    assert out.tolist() == [server.grade(t, SEED) for t in texts]
+    assert est.fit(texts, np.arange(5.0)) is est and texts == kept
+    assert est.get_params(deep=False) == before == clone(est).get_params(deep=False)
+    np.testing.assert_array_equal(est.predict(texts), out)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict(texts), out)
+    containers = (tuple(texts), np.array(texts, dtype=object), np.array(texts),
+                  pd.Series(texts, index=range(7, 12)))  # fmt: skip
+    for container in containers:
+        np.testing.assert_array_equal(est.predict(container), out)
+    assert est.predict([]).shape == (0,)
+    with pytest.raises(ValueError, match=r"the text at position 2 is NoneType"):
+        est.predict(["a", "b", None])
+    with pytest.raises(ValueError, match=r"scores a list of texts, got str"):
+        est.predict("one essay")
+    assert server.n_requests == 5  # everything after the first predict was cached
+
+
 # -- the audit ------------------------------------------------------------------------------
 
 AUDIT = dict(
