@@ -102,8 +102,8 @@ def pack_bytes(blob: bytes) -> NDArray[np.float32] | None:
     Examples
     --------
     >>> from sklearn_fairaes.features._persist import pack_bytes, unpack_bytes
-    >>> unpack_bytes(pack_bytes(b"\x00\xffab"))
-    b'\x00\xffab'
+    >>> list(unpack_bytes(pack_bytes(bytes([0, 255, 97]))))
+    [0, 255, 97]
     """
     if len(blob) >= _LIMIT:
         return None
