@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..features._persist import (
+    _LIMIT,
     ResultStore,
     pack_bytes,
     persistent_cache,
@@ -379,7 +380,8 @@ class AnalysisCache:
         self._counts["computed"] += 1
         try:
             blob = encode(output)
-            kept = same(output, decode(blob))
+            # read back equal, and within the packing's 16 MB
+            kept = len(blob) < _LIMIT and same(output, decode(blob))
         except (TypeError, ValueError, OverflowError):
             kept = False
         if kept:
@@ -389,11 +391,20 @@ class AnalysisCache:
         return output
 
     def counts(self) -> dict[str, Any]:
-        """What this audit's analyses did: read back, computed, refused, not storable, uncached studies."""
+        """What this audit's analyses did, counted per (section, prompt).
+
+        ``read``: outputs read back; ``computed``: outputs computed (stored
+        unless counted in ``not_stored``, an output that does not read back
+        equal or is over 16 MB); ``refused``: stored entries that passed the
+        cache's checks but did not decode (an entry failing the checks is
+        refused, with its warning, by the cache itself); ``uncached``: prompt
+        -> why its study has no key.
+        """
         return {**self._counts, "uncached": dict(self._uncached)}
 
 
 def store_counts(kind: str) -> dict[str, int]:
+    """The process-wide counts of one result kind (``features._persist.result_counts``)."""
     from ..features._persist import result_counts
 
     return result_counts().get(kind, {"read": 0, "computed": 0, "refused": 0})
