@@ -286,3 +286,61 @@ def test_archive_round_trip_keeps_dtypes():
     # a table that does not read back equal is not stored (tuple column names)
     odd = AnalysisOutput(tables={"t": pd.DataFrame({("a", "b"): [1]})})
     assert not same(odd, decode(encode(odd)))
+
+
+@pytest.fixture(scope="module")
+def wordnet():
+    from conftest import missing_resource
+
+    from sklearn_fairaes.resources import ResourceNotFoundError, ensure_wordnet
+
+    try:
+        ensure_wordnet()
+    except ResourceNotFoundError as exc:
+        missing_resource(f"WordNet ({exc})")
+
+
+def test_paraphrase_section_is_read_back_without_scorers(data, tmp_path, runs, wordnet):
+    kw = _kw(paraphrases=None, n_paraphrase_samples=20)
+    folder = tmp_path / "cache"
+    first = _audit(data, folder, **kw)
+    assert runs[("paraphrase", "all")] == 1
+    assert not first.tables["paraphrase"].empty
+    second = _audit(data, folder, **kw)
+    assert runs[("paraphrase", "all")] == 1  # read back
+    assert second.meta["analysis_cache"]["read"] == 7
+    _assert_same(_audit(data, False, **kw), second)
+    # other vectors for the paraphrases: another key
+    other = _kw(
+        paraphrases=None,
+        n_paraphrase_samples=20,
+        representations={"tfidf": TfidfEssayVectorizer(sublinear_tf=True)},
+    )
+    changed = _audit(data, folder, **other)
+    assert runs[("paraphrase", "all")] == 3
+    _assert_same(_audit(data, False, **other), changed)
+    assert not changed.tables["paraphrase"].equals(first.tables["paraphrase"])
+
+
+def test_paraphrase_section_with_a_scorer_always_runs(data, tmp_path, runs, wordnet):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+
+    model = make_pipeline(TfidfVectorizer(), Ridge()).fit(
+        data["essay"].tolist(), data["rater1_domain1"].astype(float)
+    )
+    kw = _kw(
+        paraphrases=None,
+        n_paraphrase_samples=20,
+        systems=None,
+        models={"pipe": model},
+        refit=False,
+    )
+    folder = tmp_path / "cache"
+    first = _audit(data, folder, **kw)
+    assert not first.tables["paraphrase_scores"].empty  # the model re-scored them
+    second = _audit(data, folder, **kw)
+    assert runs[("paraphrase", "all")] == 2  # never read back
+    assert runs[("lipschitz", "all")] == 1  # the scores' sections are
+    _assert_same(first, second)

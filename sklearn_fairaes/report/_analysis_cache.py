@@ -12,11 +12,14 @@ on every read, a truncated or garbled entry refused with a
 :class:`~sklearn_fairaes.exceptions.CacheCorruptionWarning` and recomputed,
 ``fairaes cache info|clear`` count and clear them).
 
-**What is cached.** Only the built-in analyses that read nothing but arrays
-of the study (:data:`CACHED`): agreement, extreme pairs, Lipschitz, review,
-errors, groups and retest. The paraphrase, counterfactual and short-answer
-sections embed new texts or call a scorer, whose behaviour no digest of the
-study covers; they always run.
+**What is cached.** The built-in analyses that read nothing but arrays of
+the study (:data:`CACHED`): agreement, extreme pairs, Lipschitz, review,
+errors, groups and retest; and the paraphrase section when no system can
+re-score a text, keyed by the paraphrases' vectors as well
+(:func:`paraphrase_inputs`: they are made again on a re-run, the ranking is
+read back). The counterfactual and short-answer sections, and the
+paraphrase section with a system that re-scores texts, call a scorer or a
+model whose behaviour no digest of the inputs covers; they always run.
 
 **The key.** The entry's identity holds the section id, the SHA-256 of
 every source file of this package, the versions of the numeric libraries
@@ -72,6 +75,9 @@ if TYPE_CHECKING:
 CACHED = frozenset(
     {"agreement", "extremes", "lipschitz", "review", "errors", "groups", "retest"}
 )
+#: Sections cached only when they call no scorer, with their own inputs beyond
+#: the study in the key (see :func:`paraphrase_inputs`)
+CACHED_WITH_INPUTS = frozenset({"paraphrase"})
 #: Audit options that change where or how fast it runs, never what it computes
 RUNTIME_OPTIONS = frozenset({"n_jobs", "cache", "client", "tune_interpreter", "progress"})
 #: Version of the archive layout below, part of every identity
@@ -184,6 +190,28 @@ def study_key(study: Study) -> str:
             _feed(h, name)
             _feed(h, getattr(settings, name))
     return h.hexdigest()
+
+
+def paraphrase_inputs(study: Study) -> dict[str, Any] | None:
+    """What the paraphrase section reads beyond the study, or None when it calls a scorer.
+
+    Its ranking compares the essays' vectors with the paraphrases' vectors,
+    which the fitted transformer makes: the key holds those vectors
+    themselves (made here, as the section makes them), so that whatever the
+    transformer is (a fitted TF-IDF, an encoder whose weights changed) a hit
+    needs the same vectors. With a system that can re-score a text (an
+    estimator), the section calls it on the paraphrases: not cached.
+    """
+    if study.paraphrases is None or any(
+        system.estimator is not None for system in study.systems.values()
+    ):
+        return None
+    out: dict[str, Any] = {}
+    for rname, space in study.spaces.items():
+        if space.transformer is not None:
+            Xp = space.transformer.transform(study.paraphrases)
+            out[rname] = Xp.to_numpy() if hasattr(Xp, "to_numpy") else Xp
+    return out
 
 
 def _column(values: Any) -> tuple[dict[str, Any], np.ndarray | None]:
@@ -363,11 +391,22 @@ class AnalysisCache:
         analysis = section.analysis
         assert analysis is not None  # for mypy: the audit runs sections with one
         builtin = any(s is section for s in SECTIONS) and section.template_dir is None
-        if self._cache is None or section.id not in CACHED or not builtin:
+        cached = section.id in CACHED or section.id in CACHED_WITH_INPUTS
+        if self._cache is None or not cached or not builtin:
             return analysis.run(study)
         key = self._key(study)
         if key is None:
             return analysis.run(study)
+        if section.id in CACHED_WITH_INPUTS:
+            inputs = paraphrase_inputs(study)
+            if inputs is None:
+                return analysis.run(study)
+            h = hashlib.sha256(key.encode("ascii"))
+            try:
+                _feed(h, inputs)
+            except Uncacheable:
+                return analysis.run(study)
+            key = h.hexdigest()
         store = self._store(section.id)
         before = store_counts(store.kind)
         output = store.get(key)
