@@ -53,7 +53,13 @@ SAF = SHARED / "saf" / "saf_communication_networks_english_v2.tsv"
 # what differs between two runs of the same code: when, how long, where the
 # cache folder is and how warm it was
 VOLATILE = ("created", "version")
-VOLATILE_META = ("started", "seconds", "embedding_cache", "result_cache")
+VOLATILE_META = (
+    "started",
+    "seconds",
+    "embedding_cache",
+    "result_cache",
+    "analysis_cache",
+)
 
 
 def _inputs(work: Path) -> dict[str, list[str]]:

@@ -88,6 +88,23 @@ def pack(value: Any) -> NDArray[np.float32] | None:
     ['NN', 'VBD', '.']
     """
     blob = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return pack_bytes(blob)
+
+
+def unpack(vec: NDArray[Any]) -> Any:
+    """The value :func:`pack` packed; raises ValueError for anything else."""
+    return json.loads(unpack_bytes(vec).decode("utf-8"))
+
+
+def pack_bytes(blob: bytes) -> NDArray[np.float32] | None:
+    """Bytes as a float32 vector (the packing of the module docstring); None if too big.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.features._persist import pack_bytes, unpack_bytes
+    >>> list(unpack_bytes(pack_bytes(bytes([0, 255, 97]))))
+    [0, 255, 97]
+    """
     if len(blob) >= _LIMIT:
         return None
     padded = np.frombuffer(blob + b"\0" * (-len(blob) % 3), dtype=np.uint8)
@@ -96,8 +113,8 @@ def pack(value: Any) -> NDArray[np.float32] | None:
     return np.concatenate([[len(blob)], packed]).astype(np.float32)
 
 
-def unpack(vec: NDArray[Any]) -> Any:
-    """The value :func:`pack` packed; raises ValueError for anything else."""
+def unpack_bytes(vec: NDArray[Any]) -> bytes:
+    """The bytes :func:`pack_bytes` packed; raises ValueError for anything else."""
     v = np.asarray(vec, dtype=np.float64)
     if (
         v.ndim != 1
@@ -113,7 +130,7 @@ def unpack(vec: NDArray[Any]) -> Any:
     blob = raw.astype(np.uint8).tobytes()
     if any(blob[n:]):
         raise ValueError("its padding is not zero")
-    return json.loads(blob[:n].decode("utf-8"))
+    return blob[:n]
 
 
 def source_digest(*modules: str) -> str:
@@ -232,6 +249,10 @@ class ResultStore:
     3
     """
 
+    #: How a value becomes a packed vector and back (a subclass may store bytes)
+    encode: Callable[[Any], NDArray[np.float32] | None] = staticmethod(pack)
+    decode: Callable[[NDArray[Any]], Any] = staticmethod(unpack)
+
     def __init__(
         self,
         cache: EmbeddingCache,
@@ -268,9 +289,9 @@ class ResultStore:
         except _Absent:
             return None
         try:
-            value = unpack(vec)
+            value = self.decode(vec)
             usable = (check or self.check)(text, value)
-        except (ValueError, TypeError, UnicodeDecodeError, KeyError, IndexError):
+        except (ValueError, TypeError, UnicodeDecodeError, KeyError, IndexError, OSError):
             usable = False
         if not usable:
             from ..exceptions import CacheCorruptionWarning
@@ -293,7 +314,7 @@ class ResultStore:
         so a concurrent writer that got there first stored the same one.
         """
         _count(self.kind, 1)
-        vec = pack(value)
+        vec = self.encode(value)
         if vec is None:  # beyond the format's 16 MB: not kept, still correct
             return
         self._cache.get_or_compute(

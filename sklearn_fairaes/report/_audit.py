@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from pandas import DataFrame
 
     from ..text import EmbeddingCache
+    from ._analysis_cache import AnalysisCache
     from .analyses import AnalysisOutput, Section
 
 __all__ = ["audit", "AuditResult", "AuditInputError", "MODEL_NAMES", "REPRESENTATION_NAMES"]
@@ -586,6 +587,7 @@ def audit(
     # every option declared in report._config, as passed (checked by plan_audit)
     arguments = locals()
     from ..features._persist import result_counts
+    from ._analysis_cache import AnalysisCache
     from .analyses import selected
 
     started = time.time()
@@ -603,8 +605,10 @@ def audit(
         try:
             studies, vector_counts = build_studies(plan, bar)
             pause("computing")  # test-only hook: an interrupt test's instant mid-audit
+            # outputs kept in the cache folder, keyed by all they read (issue 35)
+            kept = AnalysisCache(embedding_cache)
             with pair_passes(plan.settings.client):  # the engine's joblib passes
-                runs = {s.id: _run(s.analysis, studies, bar) for s in chosen if s.analysis}
+                runs = {s.id: _run(s, studies, bar, kept) for s in chosen if s.analysis}
         finally:
             bar.close()
     tables = _stack(studies, runs, chosen)
@@ -629,6 +633,8 @@ def audit(
         }
         for kind, counts in result_counts().items()
     }
+    if embedding_cache.path is not None:
+        meta["analysis_cache"] = kept.counts()
     return AuditResult(tables, meta, replicates=_replicates(studies, runs))
 
 
@@ -731,13 +737,15 @@ def _check_sections(ids: tuple[str, ...] | None) -> None:
 
 
 def _run(
-    analysis: Any, studies: Sequence[Study], bar: Progress
+    section: Section, studies: Sequence[Study], bar: Progress, kept: AnalysisCache
 ) -> list[AnalysisOutput | str]:
-    """The analysis's output on each study, or the reason it is absent there."""
+    """The section's analysis output on each study, or the reason it is absent there."""
+    analysis = section.analysis
+    assert analysis is not None  # for mypy: only sections with an analysis run
     out: list[AnalysisOutput | str] = []
     for study in studies:
         reason = analysis.absent(study)
-        out.append(analysis.run(study) if reason is None else reason)
+        out.append(kept.run(section, study) if reason is None else reason)
         bar.tick(f"{study.prompt}: {analysis.name}")
     return out
 
