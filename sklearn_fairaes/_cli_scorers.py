@@ -128,17 +128,13 @@ def build_scorers(args: argparse.Namespace, score_range: Any = None) -> dict[str
         params["concurrency"] = args.scorer_concurrency
     if args.max_calls is not None:
         params["max_calls"] = args.max_calls
-    for entry in entries:
-        name, sep, spec = (part.strip() for part in entry.partition("="))
-        if not sep or not name or not spec:
-            raise BadInput(
-                f"--scorer takes NAME=SPEC (the system's name, then "
-                f"python:pkg.mod:fn, a URL or openai:MODEL@BASE_URL), got {entry!r}"
-            )
-        if name in out:
-            raise BadInput(
-                f"--scorer names the system {name!r} twice; give each its own name"
-            )
+    specs = _named(
+        entries,
+        "--scorer",
+        "NAME=SPEC",
+        "python:pkg.mod:fn, a URL or openai:MODEL@BASE_URL",
+    )
+    for name, spec in specs.items():
         extra = dict(grader) if spec.startswith("openai:") else {}
         if args.scorer_token_env is not None and spec.startswith(
             ("http://", "https://", "openai:")
@@ -151,6 +147,27 @@ def build_scorers(args: argparse.Namespace, score_range: Any = None) -> dict[str
             raise BadInput(f"--scorer {name}={spec}: {exc}") from None
         out[name] = scorer
     return _scored_files(args, out)
+
+
+def _named(entries: list[str], flag: str, shape: str, value: str) -> dict[str, str]:
+    """The ``NAME=VALUE`` entries of a repeatable ``flag``, in order, or BadInput.
+
+    ``shape`` and ``value`` word the refusal of a malformed entry
+    (``NAME=SPEC``; what goes after the ``=``).
+    """
+    out: dict[str, str] = {}
+    for entry in entries:
+        name, sep, given = (part.strip() for part in entry.partition("="))
+        if not sep or not name or not given:
+            raise BadInput(
+                f"{flag} takes {shape} (the system's name, then {value}), got {entry!r}"
+            )
+        if name in out:
+            raise BadInput(
+                f"{flag} names the system {name!r} twice; give each its own name"
+            )
+        out[name] = given
+    return out
 
 
 def _grader_options(args: argparse.Namespace, entries: list[str]) -> dict[str, Any]:
@@ -205,17 +222,12 @@ def _scored_files(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, An
     from .report import AuditInputError
     from .report._edits import with_scored_edits
 
-    files: dict[str, str] = {}
-    for entry in getattr(args, "scored_edits", None) or []:
-        name, sep, path = (part.strip() for part in entry.partition("="))
-        if not sep or not name or not path:
-            raise BadInput(
-                f"--scored-edits takes NAME=FILE (the system's name, then the file "
-                f"fairaes export-edits wrote, scored), got {entry!r}"
-            )
-        if name in files:
-            raise BadInput(f"--scored-edits names the system {name!r} twice")
-        files[name] = path
+    files = _named(
+        getattr(args, "scored_edits", None) or [],
+        "--scored-edits",
+        "NAME=FILE",
+        "the file fairaes export-edits wrote, scored",
+    )
     if not files:
         return out
     try:
