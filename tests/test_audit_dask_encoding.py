@@ -153,3 +153,58 @@ def test_without_a_cache_folder_the_encoding_stays_here_and_says_so(
     result = audit(data, cache=False, client=client, paraphrases=False, **KW)
     assert "no cache folder" in result.meta["encoding"]["skipped"]
     assert result.meta["embedding_cache"]["encoded"] == 12
+
+
+def test_the_planned_calls_are_the_studies_calls(minilm, tmp_path, monkeypatch):
+    """The chunks are the calls the studies' encoders would make, in their order.
+
+    Each prompt's essays not cached nor planned before (a duplicate across
+    prompts once), longest first, ENCODE_CHUNK per call; then each prompt's
+    text for the prompt-similarity feature, alone; then the given paraphrases
+    when the paraphrase section runs. No model is loaded to plan them.
+    """
+    from types import SimpleNamespace
+
+    from sklearn_fairaes import SentenceBertEncoder
+    from sklearn_fairaes.report._encoding import encoding_calls
+    from sklearn_fairaes.text import get_cache
+
+    monkeypatch.setattr(_sbert, "ENCODE_CHUNK", 2)
+    monkeypatch.setattr(_sbert, "_MODELS", {})
+    cache = get_cache(tmp_path)
+    essays = ["aaaa", "b", "cc", "dddddd", "cc", "eee", "aaaa", "ffff"]
+    prompt_ids = np.array(["p"] * 4 + ["q"] * 4)
+    identity = SentenceBertEncoder(minilm).fit([""])._identity()
+    # "eee" is in the cache already: no call encodes it
+    cache.get_or_compute(identity, ["eee"], lambda t: np.ones((len(t), 384)))
+    settings = SimpleNamespace(
+        features=True,
+        sbert_model=minilm,
+        sbert_backend="torch",
+        device=None,
+        sections=None,
+    )
+    plan = SimpleNamespace(
+        representations={"sbert": SentenceBertEncoder(minilm, cache=cache)},
+        settings=settings,
+        features=["prompt_similarity_sbert"],
+        prompts=["p", "q"],
+        essays=essays,
+        rows_of=lambda p: np.flatnonzero(prompt_ids == p),
+        prompt_texts={"p": "Write about patience.", "q": None},
+        paraphrases=[e + "!" for e in essays],
+    )
+    calls = encoding_calls(plan, cache)
+    assert [(c.prompt, c.stage, list(c.texts)) for c in calls] == [
+        ("p", "essays", ["dddddd", "aaaa"]),
+        ("p", "essays", ["cc", "b"]),
+        ("q", "essays", ["ffff"]),  # "cc" and "aaaa" planned, "eee" cached
+        ("p", "prompt", ["Write about patience."]),
+        ("p", "paraphrases", ["dddddd!", "aaaa!"]),
+        ("p", "paraphrases", ["cc!", "b!"]),
+        ("q", "paraphrases", ["ffff!", "eee!"]),  # "eee!" is not "eee"
+    ]
+    assert {c.folder for c in calls} == {str(tmp_path)}
+    assert _sbert._MODELS == {}
+    settings.sections = ["lipschitz"]  # no paraphrase section: no paraphrase
+    assert {c.stage for c in encoding_calls(plan, cache)} == {"essays", "prompt"}
