@@ -60,7 +60,7 @@ _CALLS: list[int] = []
 
 def _count_calls_here():
     """Count the encoder's calls of the model in this process (the chunks' texts)."""
-    from sklearn_fairaes.text._sbert import SentenceBertEncoder
+    from sklearn_fairaes.text import SentenceBertEncoder
 
     real = SentenceBertEncoder.__dict__["_encode_call"]
     if getattr(real, "counted", False):
