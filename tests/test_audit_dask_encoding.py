@@ -208,3 +208,40 @@ def test_the_planned_calls_are_the_studies_calls(minilm, tmp_path, monkeypatch):
     assert _sbert._MODELS == {}
     settings.sections = ["lipschitz"]  # no paraphrase section: no paraphrase
     assert {c.stage for c in encoding_calls(plan, cache)} == {"essays", "prompt"}
+
+
+def _break_encoding_here(broken=True):
+    """Make this process's encoder fail (a worker without a usable model), or mend it."""
+    from sklearn_fairaes.text import SentenceBertEncoder
+
+    if broken:
+        SentenceBertEncoder._mended = SentenceBertEncoder.__dict__["_encode_call"]
+
+        def failing(self, *args):
+            raise RuntimeError("no model on this worker")
+
+        SentenceBertEncoder._encode_call = failing
+    else:
+        SentenceBertEncoder._encode_call = SentenceBertEncoder.__dict__["_mended"]
+
+
+def test_a_failed_chunk_is_encoded_here_and_said(client, two_prompts, minilm, tmp_path):
+    from pandas.testing import assert_frame_equal
+
+    from sklearn_fairaes import audit
+
+    data = two_prompts.iloc[[*range(6), *range(24, 30)]]
+    client.run(_break_encoding_here)
+    try:
+        on_dask = audit(
+            data, cache=tmp_path / "dask", client=client, paraphrases=False, **KW
+        )
+    finally:
+        client.run(_break_encoding_here, False)
+    info = on_dask.meta["encoding"]
+    assert "2 chunk(s) failed, encoded here: RuntimeError: no model" in info["error"]
+    assert info["encoded_on_workers"] == 0
+    assert on_dask.meta["embedding_cache"]["encoded"] == 12
+    local = audit(data, cache=False, paraphrases=False, **KW)
+    for name, table in local.tables.items():
+        assert_frame_equal(on_dask.tables[name], table, check_exact=True, obj=name)
