@@ -245,3 +245,25 @@ def test_a_failed_chunk_is_encoded_here_and_said(client, two_prompts, minilm, tm
     local = audit(data, cache=False, paraphrases=False, **KW)
     for name, table in local.tables.items():
         assert_frame_equal(on_dask.tables[name], table, check_exact=True, obj=name)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_fairaes.exceptions.LongTextWarning")
+def test_the_paraphrases_the_audit_makes_are_encoded_there_too(
+    client, two_prompts, minilm, tmp_path
+):
+    """WordNet paraphrases, made on the workers by the per-essay stage, encoded there."""
+    from pandas.testing import assert_frame_equal
+
+    from sklearn_fairaes import audit
+
+    data = two_prompts.iloc[[*range(6), *range(24, 30)]]
+    on_dask = audit(data, cache=tmp_path / "dask", client=client, **KW)
+    assert on_dask.meta["per_essay"]["paraphrases"]  # made on the workers
+    assert on_dask.meta["embedding_cache"]["encoded"] == 0
+    info = on_dask.meta["encoding"]
+    # each prompt's 6 essays, then its 6 paraphrases (one call each)
+    assert info["chunks"] == 4 and info["texts"] == 24, info
+    local = audit(data, cache=tmp_path / "local", **KW)
+    assert local.meta["embedding_cache"]["encoded"] == 24
+    for name, table in local.tables.items():
+        assert_frame_equal(on_dask.tables[name], table, check_exact=True, obj=name)

@@ -915,7 +915,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
         }
         if per_essay is not None:
             counts["per_essay"] = per_essay
-        counts.update(encoding.finish())
+        counts.update(encoding.finish(paraphrased))  # made ones encoded there too
         studies = []
         for p in plan.prompts:
             study = _study(plan, p, fitted_scores, represented[p], bar, paraphrased.get(p))

@@ -3,8 +3,9 @@
 With ``audit(client=)``, the texts the studies will hand a Sentence-BERT
 encoder (each prompt's essays for every ``SentenceBertEncoder``
 representation, the prompts' texts for the ``prompt_similarity_sbert``
-feature, the given paraphrases for the paraphrase section) are encoded on
-the workers before the studies need them. The workers put the vectors in the
+feature, the paraphrases for the paraphrase section: given ones from the
+start, the WordNet ones once made) are encoded on the workers before the
+studies need them. The workers put the vectors in the
 audit's embedding cache folder under the key the studies' own encoders read
 (the encoder's identity and the text), so that the studies read every vector
 back and this process encodes none (``meta["embedding_cache"]["encoded"]``).
@@ -28,7 +29,8 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -135,25 +137,25 @@ def encoding_calls(plan: Plan, cache: EmbeddingCache) -> list[EncodeCall]:
     identity). A text already cached, or planned by an earlier call of the
     same encoder identity, is not planned again: the study finds it cached.
     """
-    from sklearn.base import clone
+    return _Planner(plan, cache).upfront()
 
-    from ..text import SentenceBertEncoder
-    from ..text._cache import identity_digest
-    from ..text._sbert import encode_chunks
-    from .analyses import selected
 
-    encoders = _encoders(plan, cache)
-    settings = plan.settings
-    feature = None
-    if settings.features and "prompt_similarity_sbert" in plan.features:
-        feature = SentenceBertEncoder(
-            settings.sbert_model, backend=settings.sbert_backend, device=settings.device
-        )
-    planned: dict[str, set[str]] = {}
-    identities: dict[int, tuple[str, tuple[tuple[str, Any], ...]]] = {}
+class _Planner:
+    """Plans the studies' calls of the model, remembering what it planned."""
 
-    def identity_of(rep: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
-        if id(rep) not in identities:
+    def __init__(self, plan: Plan, cache: EmbeddingCache) -> None:
+        self.plan, self.cache = plan, cache
+        self.encoders = _encoders(plan, cache)
+        # encoder identity -> texts planned; id of an encoder -> (identity, params)
+        self.planned: dict[str, set[str]] = {}
+        self.identities: dict[int, tuple[str, tuple[tuple[str, Any], ...]]] = {}
+
+    def _identity_of(self, rep: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        from sklearn.base import clone
+
+        from ..text._cache import identity_digest
+
+        if id(rep) not in self.identities:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 # fit reads the window and size from the model's files: no torch here
@@ -161,46 +163,90 @@ def encoding_calls(plan: Plan, cache: EmbeddingCache) -> list[EncodeCall]:
             params = tuple(
                 sorted((k, v) for k, v in fitted.get_params().items() if k != "cache")
             )
-            identities[id(rep)] = (identity_digest(fitted._identity()), params)
-        return identities[id(rep)]
+            self.identities[id(rep)] = (identity_digest(fitted._identity()), params)
+        return self.identities[id(rep)]
 
-    calls: list[EncodeCall] = []
+    def add(
+        self, prompt: str, stage: str, rep: Any, texts: Sequence[str]
+    ) -> list[EncodeCall]:
+        """The calls that encode what ``rep.transform(texts)`` would, after those planned."""
+        from ..text._sbert import encode_chunks
 
-    def plan_texts(prompt: str, stage: str, rep: Any, texts: Sequence[str]) -> None:
-        ident_hex, params = identity_of(rep)
-        done = planned.setdefault(ident_hex, set())
-        missing = [t for t in _missing(cache, ident_hex, texts) if t not in done]
+        ident_hex, params = self._identity_of(rep)
+        done = self.planned.setdefault(ident_hex, set())
+        missing = [t for t in _missing(self.cache, ident_hex, texts) if t not in done]
         done.update(missing)
-        for idx in encode_chunks(missing):
-            calls.append(
-                EncodeCall(
-                    prompt,
-                    stage,
-                    params,
-                    os.fspath(cache.path),  # type: ignore[arg-type]
-                    ident_hex[:24],
-                    tuple(missing[i] for i in idx),
-                )
+        folder = os.fspath(self.cache.path)  # type: ignore[arg-type]
+        return [
+            EncodeCall(
+                prompt,
+                stage,
+                params,
+                folder,
+                ident_hex[:24],
+                tuple(missing[i] for i in idx),
             )
+            for idx in encode_chunks(missing)
+        ]
 
-    # the order of the studies: every prompt's representations, then each
-    # prompt's features, then the sections
-    for p in plan.prompts:
-        essays = [plan.essays[i] for i in plan.rows_of(p)]
-        for _, rep in encoders:
-            plan_texts(p, "essays", rep, essays)
-    if feature is not None:
+    def _paraphrase_section(self) -> bool:
+        from .analyses import selected
+
+        return "paraphrase" in {s.id for s in selected(self.plan.settings.sections)}
+
+    def upfront(self) -> list[EncodeCall]:
+        """Every call whose texts are known before any work (see :func:`encoding_calls`)."""
+        from ..text import SentenceBertEncoder
+
+        plan, settings = self.plan, self.plan.settings
+        calls: list[EncodeCall] = []
+        # the order of the studies: every prompt's representations, then each
+        # prompt's features, then the sections
         for p in plan.prompts:
-            if plan.prompt_texts.get(p):
-                plan_texts(p, "prompt", feature, [str(plan.prompt_texts[p])])
-    if plan.paraphrases is not None and "paraphrase" in {
-        s.id for s in selected(settings.sections)
-    }:
+            essays = [plan.essays[i] for i in plan.rows_of(p)]
+            for _, rep in self.encoders:
+                calls += self.add(p, "essays", rep, essays)
+        if settings.features and "prompt_similarity_sbert" in plan.features:
+            feature = SentenceBertEncoder(
+                settings.sbert_model, backend=settings.sbert_backend, device=settings.device
+            )
+            for p in plan.prompts:
+                if plan.prompt_texts.get(p):
+                    calls += self.add(p, "prompt", feature, [str(plan.prompt_texts[p])])
+        if plan.paraphrases is not None and self._paraphrase_section():
+            for p in plan.prompts:
+                para = [plan.paraphrases[i] for i in plan.rows_of(p)]
+                for _, rep in self.encoders:
+                    calls += self.add(p, "paraphrases", rep, para)
+        return calls
+
+    def made_paraphrases(
+        self, made: Mapping[str, Future[list[str]]] | None
+    ) -> list[EncodeCall]:
+        """The calls for the WordNet paraphrases the audit made, prompt by prompt.
+
+        ``made`` holds the studies' own futures of them (read back from the
+        result cache where the per-essay stage made them on the workers):
+        known only now, they are planned after every call planned up front.
+        A prompt whose paraphrases failed (no WordNet) ends the planning:
+        its study says why in its notes.
+        """
+        plan = self.plan
+        if not made or plan.paraphrases is not None or not self.encoders:
+            return []
+        if not self._paraphrase_section():
+            return []
+        calls: list[EncodeCall] = []
         for p in plan.prompts:
-            para = [plan.paraphrases[i] for i in plan.rows_of(p)]
-            for _, rep in encoders:
-                plan_texts(p, "paraphrases", rep, para)
-    return calls
+            if p not in made:
+                break
+            try:
+                para = made[p].result()
+            except (ImportError, LookupError):
+                break
+            for _, rep in self.encoders:
+                calls += self.add(p, "paraphrases", rep, para)
+        return calls
 
 
 def _encoders(plan: Plan, cache: EmbeddingCache | None) -> list[tuple[str, Any]]:
@@ -227,11 +273,15 @@ class EncodingRun:
     :meth:`wait` before a prompt's representations are fitted, :meth:`finish`
     once the studies are built (its entries go to the audit's meta),
     :meth:`cancel` on an error or an interrupt. A run with nothing to do
-    (no client, no Sentence-BERT encoder) does nothing at each.
+    (no client, no Sentence-BERT encoder) does nothing at each. ``finish``
+    first sends the WordNet paraphrases that the per-essay stage made on the
+    workers (known only now) to be encoded there too.
     """
 
     futures: list[Any] = field(default_factory=list)
     calls: list[EncodeCall] = field(default_factory=list)
+    planner: _Planner | None = None
+    client: Any = None
     skipped: str | None = None
     cluster: dict[str, Any] | None = None
     started: float = field(default_factory=time.perf_counter)
@@ -252,17 +302,25 @@ class EncodingRun:
     def cancel(self) -> None:
         """Cancel the chunks not yet run (idempotent)."""
         if self.futures:
-            self.futures[0].client.cancel(self.futures)
+            self.client.cancel(self.futures)
 
-    def finish(self) -> dict[str, Any]:
+    def finish(
+        self, paraphrases: Mapping[str, Future[list[str]]] | None = None
+    ) -> dict[str, Any]:
         """Wait for every chunk; ``{"encoding": what was done}`` for the meta, or {}.
 
-        A chunk that failed (a worker without the model, a lost worker) fails
-        no audit: its texts are then missing from the cache, and the study
+        ``paraphrases``: the studies' futures of the WordNet paraphrases the
+        audit makes, by prompt; they are encoded on the workers too. A chunk
+        that failed (a worker without the model, a lost worker) fails no
+        audit: its texts are then missing from the cache, and the study
         encodes them in this process; the entry keeps the first error.
         """
         if self.skipped is not None:
             return {"encoding": {"skipped": self.skipped}}
+        made = [] if self.planner is None else self.planner.made_paraphrases(paraphrases)
+        if made:
+            self.futures += self.client.map(encode_chunk, made, pure=False, priority=1)
+            self.calls += made
         if not self.futures:
             return {}
         from distributed import wait
@@ -320,9 +378,8 @@ def start_encoding(plan: Plan) -> EncodingRun:
         return EncodingRun(skipped=NO_FOLDER)
     if getattr(cache, "_read_only", False):
         return EncodingRun(skipped=READ_ONLY)
-    calls = encoding_calls(plan, cache)
-    if not calls:
-        return EncodingRun()
+    planner = _Planner(plan, cache)
+    calls = planner.upfront()
     # pure=False: a chunk writes to the cache folder, not a value to dedupe
-    futures = client.map(encode_chunk, calls, pure=False, priority=1)
-    return EncodingRun(futures, calls, cluster=describe_client(client))
+    futures = client.map(encode_chunk, calls, pure=False, priority=1) if calls else []
+    return EncodingRun(futures, calls, planner, client, cluster=describe_client(client))
