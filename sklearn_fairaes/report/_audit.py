@@ -468,7 +468,10 @@ def audit(
         per-essay work (POS tagging, feature counts, WordNet paraphrases) is
         mapped over its workers in chunks, which need the ``cache`` folder
         (a shared file system for remote workers); ``meta["per_essay"]``
-        names the cluster. The studies' pair passes (Lipschitz counts,
+        names the cluster. So is the Sentence-BERT encoding (the essays,
+        given paraphrases, prompt texts; one model per worker), into that
+        folder, with the local run's vectors; ``meta["encoding"]`` says what
+        ran there, or why it ran here. The studies' pair passes (Lipschitz counts,
         review passes) run there too, over every worker thread, when
         ``n_jobs`` is None (``n_jobs=1`` keeps them here). The tables are
         those of a local run. None: on ``n_jobs`` local processes.

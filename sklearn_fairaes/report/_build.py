@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from ..resources import require
 from ._embeddings import GivenEmbeddings, read_embeddings
+from ._encoding import start_encoding
 from ._groupings import Groupings, plan_groupings, split_group_cols
 from ._inputs import (
     MIN_ESSAYS,
@@ -849,6 +850,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
     # the features' tagging and the paraphrases of every prompt, in chunks over
     # the processes, into the result cache the studies read (_per_essay)
     prepared = start_per_essay(plan)
+    encoding = start_encoding(plan)  # Sentence-BERT on the workers (_encoding)
     several = plan.prompt_col is not None
     represented = {}
     # The WordNet paraphrases (tagging included) are single-threaded Python;
@@ -896,6 +898,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
     try:
         for p in plan.prompts:
             essays = [plan.essays[i] for i in plan.rows_of(p)]
+            encoding.wait(p)
             represented[p] = fit_representations(
                 plan.representations,
                 essays,
@@ -912,6 +915,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
         }
         if per_essay is not None:
             counts["per_essay"] = per_essay
+        counts.update(encoding.finish(paraphrased))  # made ones encoded there too
         studies = []
         for p in plan.prompts:
             study = _study(plan, p, fitted_scores, represented[p], bar, paraphrased.get(p))
@@ -927,6 +931,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
         # an error (or Ctrl-C) stops the paraphrases and chunks not yet started
         if prepared is not None:
             prepared.cancel()
+        encoding.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         switch.restore()
     attach_repeats(plan, studies, repeated)

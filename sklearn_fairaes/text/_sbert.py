@@ -63,6 +63,34 @@ _SESSIONS: dict[tuple[str, str | None, int], Any] = {}
 _SESSIONS_LOCK = threading.Lock()
 
 
+#: Texts per call of the model (``SentenceTransformer.encode``): an encoder
+#: cuts what it encodes into calls of this many texts, longest first
+#: (:func:`encode_chunks`). A vector can differ in its last bits with the
+#: batch it was padded in; with fixed calls, whoever encodes the same texts in
+#: the same calls (this process, or a Dask worker of the audit's encoding
+#: stage) gets the same bits. Large enough that the batches inside a call pad
+#: to similar lengths, as one sorted call of every text would.
+ENCODE_CHUNK = 256
+
+
+def encode_chunks(texts: list[str], size: int | None = None) -> list[NDArray[np.intp]]:
+    """The positions of ``texts`` that each call of the model encodes, in order.
+
+    Longest first (by characters, stably, as sentence-transformers sorts),
+    ``size`` texts per call (None: :data:`ENCODE_CHUNK`). Encoding ``[texts[i] for i in chunk]`` for each
+    chunk gives the vectors an encoder gives for ``texts``, bit for bit.
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.text._sbert import encode_chunks
+    >>> [c.tolist() for c in encode_chunks(["a", "abc", "ab", "abcd", "b"], size=2)]
+    [[3, 1], [2, 0], [4]]
+    """
+    size = ENCODE_CHUNK if size is None else size
+    order = np.argsort([-len(t) for t in texts], kind="stable").astype(np.intp)
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
 def _check_device(device: str | None) -> None:
     """Refuse a device this machine lacks, before any model loads (see ``check_device``)."""
     check_device(device, purpose="Sentence-BERT embeddings")
@@ -734,15 +762,37 @@ class SentenceBertEncoder(_BaseEssayEncoder):
         window = max(1, self.max_seq_length_ - 2)
         offsets = self._token_offsets(st_model, texts)
         long_idx = [i for i, off in enumerate(offsets) if len(off) > window]
+        if self.long_text == "truncate" and long_idx:
+            warnings.warn(
+                f"{len(long_idx)} of {len(texts)} essays are longer than the "
+                f"model's window of {self.max_seq_length_} tokens and were "
+                f"truncated; pass long_text='chunk_mean' to embed all of each essay",
+                LongTextWarning,
+                stacklevel=4,
+            )
+        # in fixed calls (see ENCODE_CHUNK): the bits of a vector then depend on
+        # the texts its call encodes, not on how many more were asked for
+        calls = encode_chunks(texts)
+        parts = [
+            self._encode_call(
+                st_model, [texts[i] for i in idx], [offsets[i] for i in idx], window
+            )
+            for idx in calls
+        ]
+        out = np.empty((len(texts), parts[0].shape[1]), dtype=parts[0].dtype)
+        for idx, part in zip(calls, parts):
+            out[idx] = part
+        return out
+
+    def _encode_call(
+        self,
+        st_model: Any,
+        texts: list[str],
+        offsets: list[list[tuple[int, int]]],
+        window: int,
+    ) -> NDArray[Any]:
+        long_idx = [i for i, off in enumerate(offsets) if len(off) > window]
         if self.long_text == "truncate" or not long_idx:
-            if long_idx:
-                warnings.warn(
-                    f"{len(long_idx)} of {len(texts)} essays are longer than the "
-                    f"model's window of {self.max_seq_length_} tokens and were "
-                    f"truncated; pass long_text='chunk_mean' to embed all of each essay",
-                    LongTextWarning,
-                    stacklevel=4,
-                )
             return self._run(st_model, texts, bool(self.normalize_embeddings))
         chunks: list[str] = []
         owner: list[int] = []
