@@ -676,6 +676,7 @@ def fit_representations(
     where: str = "",
     before_encoders: Callable[[], None] | None = None,
     rows: NDArray[np.intp] | None = None,
+    cache: Any = None,
 ) -> dict[str, tuple[Any, Any]]:
     """Fit every representation on ``essays``: (fitted transformer, vectors) by name.
 
@@ -683,10 +684,13 @@ def fit_representations(
     that finds no word in any essay stops the audit with a message before the
     slow encoders run. ``before_encoders`` is called once between the two.
     The user's own vectors (:class:`GivenEmbeddings`) are those of the data
-    rows ``rows`` of ``essays``, with no transformer (None).
+    rows ``rows`` of ``essays``, with no transformer (None). With an on-disk
+    ``cache`` (the audit's) a built-in vocabulary representation's fit is kept
+    there (``_study_cache.fit_representation``).
     """
-    from sklearn.base import clone
     from sklearn.feature_extraction.text import CountVectorizer
+
+    from ._study_cache import fit_representation
 
     def fast(r: str) -> bool:
         return isinstance(reps[r], (CountVectorizer, GivenEmbeddings))
@@ -707,9 +711,8 @@ def fit_representations(
             before_encoders = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
-            rep = clone(reps[rname])
             try:
-                X = rep.fit_transform(essays)
+                rep, X = fit_representation(reps[rname], essays, cache)
             except ValueError as exc:
                 # sklearn's words for "no term in any essay" (before and after
                 # the min_df/max_df pruning)
@@ -903,6 +906,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
                 f" of prompt {p!r}" if several else "",
                 before_encoders=start_paraphrases,
                 rows=plan.rows_of(p),
+                cache=plan.settings.cache,
             )
         per_essay = None if prepared is None else wait_per_essay(prepared)
         start_paraphrases()  # no encoder among the representations
@@ -1110,6 +1114,7 @@ def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
     """The study's interpretable features (paper §5.1.1)."""
     from ..features import InterpretableFeatures
     from ..features._grammar import RETRY_DELAYS, GrammarServerError
+    from ._study_cache import fit_features
 
     settings = plan.settings
     essays, human = study.essays, study.human
@@ -1131,7 +1136,8 @@ def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
         try:
-            study.features = np.asarray(feat.fit_transform(essays, human), dtype=float)
+            # kept in the audit's cache folder across runs (_study_cache)
+            study.features, study.feature_names = fit_features(feat, essays, human)
         except GrammarServerError as exc:
             # the user's server, which passed the start-up check, failed later
             where = _Where(plan.prompt_ids, plan.prompt_col is not None)
@@ -1142,7 +1148,6 @@ def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
                 f"(its log says why), or leave grammar out (no --grammar) to audit "
                 f"without the language_errors feature"
             ) from None
-    study.feature_names = [str(f) for f in feat.get_feature_names_out()]
 
 
 def _baselines_and_spaces(
