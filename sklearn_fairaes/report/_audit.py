@@ -639,7 +639,10 @@ def audit(
         meta["analysis_cache"] = kept.counts()
         # the representations' and features' fits read back (_study_cache)
         meta["study_cache"] = {k: n - studies_before[k] for k, n in study_counts().items()}
-    return AuditResult(tables, meta, replicates=_replicates(studies, runs))
+    result = AuditResult(tables, meta, replicates=_replicates(studies, runs))
+    if embedding_cache.path is not None:  # the figures' PNGs are kept there too
+        result._figure_cache = embedding_cache
+    return result
 
 
 def _prepare(
