@@ -100,10 +100,9 @@ def _audit(data, cache, **kw):
 
 
 def _page(result) -> str:
-    """The report page, with the run's start time and duration fixed."""
+    """The report page, with the run's start time and duration fixed (the cache counts
+    of the meta are not on the page)."""
     result.meta.update(started=STARTED, seconds=1.0)
-    for key in ("embedding_cache", "result_cache", "analysis_cache", "study_cache"):
-        result.meta.pop(key, None)
     return result.to_html()
 
 
@@ -253,3 +252,24 @@ def test_without_folder_nothing_is_kept(data, tmp_path, fits):
     before = _study_cache.counts()
     _audit(data, False, **_kw(paraphrases=False))
     assert _study_cache.counts() == before
+
+
+def test_rerun_skips_the_per_essay_workers(data, tmp_path):
+    # with n_jobs=2 the per-essay work (tags, features' counts, paraphrases)
+    # runs in worker processes first; a re-run that finds the studies' fits
+    # and every paraphrase stored starts none, and the tables are the same
+    folder = tmp_path / "cache"
+    kw = _kw(n_jobs=2)
+    first = _audit(data, folder, **kw)
+    assert first.meta["per_essay"]["essays"] == N
+    second = _audit(data, folder, **kw)
+    assert "per_essay" not in second.meta
+    _assert_same(first, second)
+    # a changed human score: the features are fitted again, from the counts
+    # and tags the first run stored, and the paraphrases are not redone
+    d = data.copy()
+    _bump(d, 3, "rater1_domain1")
+    changed = _audit(d, folder, **kw)
+    assert changed.meta["per_essay"]["paraphrases"] is False
+    assert changed.meta["per_essay"]["features"]
+    _assert_same(_audit(d, False, **_kw()), changed)

@@ -1112,27 +1112,12 @@ def _study(
 
 def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
     """The study's interpretable features (paper §5.1.1)."""
-    from ..features import InterpretableFeatures
     from ..features._grammar import RETRY_DELAYS, GrammarServerError
-    from ._study_cache import fit_features
+    from ._study_cache import audit_features, fit_features
 
     settings = plan.settings
     essays, human = study.essays, study.human
-    feat = InterpretableFeatures(
-        prompt=study.prompt_text,
-        features=plan.features,
-        grammar=settings.grammar,
-        sbert_model=settings.sbert_model,
-        n_jobs=settings.n_jobs,
-        progress=False,
-    )
-    if settings.cache is not None and "cache" in feat.get_params():
-        # the prompt-similarity feature's Sentence-BERT encoder: the audit's cache
-        feat.set_params(cache=settings.cache)
-    if "sbert_backend" in feat.get_params():
-        # and the audit's backend and device: the same identity as the "sbert"
-        # representation, so an essay is encoded once for both
-        feat.set_params(sbert_backend=settings.sbert_backend, sbert_device=settings.device)
+    feat = audit_features(plan, study.prompt_text)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
         try:

@@ -371,6 +371,8 @@ class KeptFit:
     def transform(self, X: Any) -> Any:
         """The vectors of ``X``: read back when kept, else transformed (and kept)."""
         texts = list(X)
+        if not all(isinstance(t, str) for t in texts):
+            return self.fitted().transform(X)  # which says what is wrong
         h = hashlib.sha256(self.key.encode("ascii"))
         _texts_digest(h, texts)
         key = h.hexdigest()
@@ -478,14 +480,33 @@ def _features_identity(feat: Any) -> dict[str, Any] | None:
     return identity
 
 
-def fit_features(feat: Any, essays: Sequence[str], human: Any) -> tuple[Any, list[str]]:
-    """``feat.fit_transform(essays, human)`` and its feature names: read back when kept.
+def audit_features(plan: Any, prompt_text: str | None) -> Any:
+    """The interpretable features' estimator of a study of ``plan`` (unfitted)."""
+    from ..features import InterpretableFeatures
 
-    ``feat`` is the audit's :class:`~sklearn_fairaes.features.InterpretableFeatures`;
-    its ``cache`` is the audit's. The key holds its parameters but the
-    runtime ones (``cache``, ``n_jobs``, ``progress``), the essays in order,
-    the human scores' bytes and the identity of :func:`_features_identity`.
-    """
+    settings = plan.settings
+    feat = InterpretableFeatures(
+        prompt=prompt_text,
+        features=plan.features,
+        grammar=settings.grammar,
+        sbert_model=settings.sbert_model,
+        n_jobs=settings.n_jobs,
+        progress=False,
+    )
+    if settings.cache is not None and "cache" in feat.get_params():
+        # the prompt-similarity feature's Sentence-BERT encoder: the audit's cache
+        feat.set_params(cache=settings.cache)
+    if "sbert_backend" in feat.get_params():
+        # and the audit's backend and device: the same identity as the "sbert"
+        # representation, so an essay is encoded once for both
+        feat.set_params(sbert_backend=settings.sbert_backend, sbert_device=settings.device)
+    return feat
+
+
+def _features_entry(
+    feat: Any, essays: Sequence[str], human: Any
+) -> tuple[_Matrices, str] | None:
+    """The store and key of a features fit, or None when it is not kept."""
     disk = persistent_cache(feat.cache)
     identity = None if disk is None else _features_identity(feat)
     params = {
@@ -494,14 +515,12 @@ def fit_features(feat: Any, essays: Sequence[str], human: Any) -> tuple[Any, lis
         if k not in ("cache", "n_jobs", "progress")
     }
     if disk is None or identity is None or not all(_plain(v) for v in params.values()):
-        X = np.asarray(feat.fit_transform(essays, human), dtype=float)
-        return X, [str(f) for f in feat.get_feature_names_out()]
+        return None
     h = hashlib.sha256(repr(sorted(params.items())).encode("utf-8"))
     _texts_digest(h, essays)
     y = np.ascontiguousarray(np.asarray(human, dtype=np.float64))
     h.update(f"human{y.shape}\0".encode())
     h.update(y.tobytes())
-    key = h.hexdigest()
     store = _Matrices(
         disk,
         "study:features",
@@ -509,6 +528,29 @@ def fit_features(feat: Any, essays: Sequence[str], human: Any) -> tuple[Any, lis
         {"encoder": "InterpretableFeatures", "model": "a study's features"},
         lambda text, value: True,
     )
+    return store, h.hexdigest()
+
+
+def features_stored(feat: Any, essays: Sequence[str], human: Any) -> bool:
+    """Whether :func:`fit_features` would find its output stored (not read nor checked)."""
+    entry = _features_entry(feat, essays, human)
+    return entry is not None and entry[0].stored(entry[1])
+
+
+def fit_features(feat: Any, essays: Sequence[str], human: Any) -> tuple[Any, list[str]]:
+    """``feat.fit_transform(essays, human)`` and its feature names: read back when kept.
+
+    ``feat`` is the audit's :class:`~sklearn_fairaes.features.InterpretableFeatures`
+    (:func:`audit_features`); its ``cache`` is the audit's. The key holds its
+    parameters but the runtime ones (``cache``, ``n_jobs``, ``progress``),
+    the essays in order, the human scores' bytes and the identity of
+    :func:`_features_identity`.
+    """
+    entry = _features_entry(feat, essays, human)
+    if entry is None:
+        X = np.asarray(feat.fit_transform(essays, human), dtype=float)
+        return X, [str(f) for f in feat.get_feature_names_out()]
+    store, key = entry
     got = store.get(key)
     if got is not None:
         X, meta = got
