@@ -756,6 +756,30 @@ class EmbeddingCache:
         A quick look before deciding whether work is needed: the entry is
         not read nor checked, so :meth:`get_or_compute` may still refuse it
         (and recompute it).
+
+        Parameters
+        ----------
+        identity : dict
+            The encoder's identity, as given to :meth:`get_or_compute`.
+        text : str
+            The text.
+
+        Returns
+        -------
+        held : bool
+            True when the entry is in memory or its file exists.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_fairaes.text import EmbeddingCache
+        >>> cache = EmbeddingCache()
+        >>> cache.has({"encoder": "demo"}, "an essay")
+        False
+        >>> _ = cache.get_or_compute({"encoder": "demo"}, ["an essay"],
+        ...                          lambda texts: np.ones((len(texts), 2)))
+        >>> cache.has({"encoder": "demo"}, "an essay")
+        True
         """
         ident_hex = identity_digest(identity)
         tkey = text_key(text)
