@@ -566,12 +566,14 @@ def test_a_rerun_of_the_audit_tags_and_paraphrases_nothing(
     assert tagged[0] == n and paraphrased[0] == n
     _as_new_process(monkeypatch)
     second = audit(data, cache=folder, **kw)
-    for kind in ("essay_features", "paraphrases"):
-        assert second.meta["result_cache"][kind] == {
-            "read": n,
-            "computed": 0,
-            "refused": 0,
-        }
+    assert second.meta["result_cache"]["paraphrases"] == {
+        "read": n,
+        "computed": 0,
+        "refused": 0,
+    }
+    # the features' whole fit is read back (_study_cache): no essay's counts needed
+    assert second.meta["result_cache"]["study:features"]["read"] == 1
+    assert second.meta["result_cache"]["essay_features"]["computed"] == 0
     assert tagged[0] == n and paraphrased[0] == n  # nothing more
     _as_new_process(monkeypatch)
     without = audit(data, cache=False, **kw)  # the reference: nothing stored or read

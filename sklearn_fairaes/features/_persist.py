@@ -123,11 +123,11 @@ def unpack_bytes(vec: NDArray[Any]) -> bytes:
     ):
         raise ValueError("not a packed result")
     n = int(v[0])
-    words = v[1:].astype(np.uint32)
+    words = v[1:].astype("<u4")
     if words.size != -(-n // 3):
         raise ValueError("its length does not match its byte count")
-    raw = np.stack([words & 0xFF, (words >> 8) & 0xFF, words >> 16], axis=1)
-    blob = raw.astype(np.uint8).tobytes()
+    # each word's three low bytes, in order (little-endian: bytes 0, 1, 2)
+    blob = words.view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
     if any(blob[n:]):
         raise ValueError("its padding is not zero")
     return blob[:n]
@@ -306,6 +306,10 @@ class ResultStore:
             return None
         _count(self.kind, 0)
         return value
+
+    def stored(self, text: str) -> bool:
+        """Whether a result for ``text`` is stored (not read: :meth:`get` checks it)."""
+        return self._cache.has(self.identity, text)
 
     def put(self, text: str, value: Any) -> None:
         """Store ``value`` as ``text``'s result (kept if one is stored already).

@@ -591,10 +591,12 @@ def audit(
     arguments = locals()
     from ..features._persist import result_counts
     from ._analysis_cache import AnalysisCache
+    from ._study_cache import counts as study_counts
     from .analyses import selected
 
     started = time.time()
     results_before = result_counts()
+    studies_before = study_counts()
     plan, embedding_cache, (hits, misses) = _prepare(arguments)
     # a scored file holds every text the audit needs, or it stops here
     check_scored_files(plan)
@@ -638,7 +640,12 @@ def audit(
     }
     if embedding_cache.path is not None:
         meta["analysis_cache"] = kept.counts()
-    return AuditResult(tables, meta, replicates=_replicates(studies, runs))
+        # the representations' and features' fits read back (_study_cache)
+        meta["study_cache"] = {k: n - studies_before[k] for k, n in study_counts().items()}
+    result = AuditResult(tables, meta, replicates=_replicates(studies, runs))
+    if embedding_cache.path is not None:  # the figures' PNGs are kept there too
+        result._figure_cache = embedding_cache
+    return result
 
 
 def _prepare(

@@ -677,6 +677,7 @@ def fit_representations(
     where: str = "",
     before_encoders: Callable[[], None] | None = None,
     rows: NDArray[np.intp] | None = None,
+    cache: Any = None,
 ) -> dict[str, tuple[Any, Any]]:
     """Fit every representation on ``essays``: (fitted transformer, vectors) by name.
 
@@ -684,10 +685,13 @@ def fit_representations(
     that finds no word in any essay stops the audit with a message before the
     slow encoders run. ``before_encoders`` is called once between the two.
     The user's own vectors (:class:`GivenEmbeddings`) are those of the data
-    rows ``rows`` of ``essays``, with no transformer (None).
+    rows ``rows`` of ``essays``, with no transformer (None). With an on-disk
+    ``cache`` (the audit's) a built-in vocabulary representation's fit is kept
+    there (``_study_cache.fit_representation``).
     """
-    from sklearn.base import clone
     from sklearn.feature_extraction.text import CountVectorizer
+
+    from ._study_cache import fit_representation
 
     def fast(r: str) -> bool:
         return isinstance(reps[r], (CountVectorizer, GivenEmbeddings))
@@ -708,9 +712,8 @@ def fit_representations(
             before_encoders = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=UserWarning)  # truncation notes
-            rep = clone(reps[rname])
             try:
-                X = rep.fit_transform(essays)
+                rep, X = fit_representation(reps[rname], essays, cache)
             except ValueError as exc:
                 # sklearn's words for "no term in any essay" (before and after
                 # the min_df/max_df pruning)
@@ -906,6 +909,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
                 f" of prompt {p!r}" if several else "",
                 before_encoders=start_paraphrases,
                 rows=plan.rows_of(p),
+                cache=plan.settings.cache,
             )
         per_essay = None if prepared is None else wait_per_essay(prepared)
         start_paraphrases()  # no encoder among the representations
@@ -1113,30 +1117,17 @@ def _study(
 
 def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
     """The study's interpretable features (paper §5.1.1)."""
-    from ..features import InterpretableFeatures
     from ..features._grammar import RETRY_DELAYS, GrammarServerError
+    from ._study_cache import audit_features, fit_features
 
     settings = plan.settings
     essays, human = study.essays, study.human
-    feat = InterpretableFeatures(
-        prompt=study.prompt_text,
-        features=plan.features,
-        grammar=settings.grammar,
-        sbert_model=settings.sbert_model,
-        n_jobs=settings.n_jobs,
-        progress=False,
-    )
-    if settings.cache is not None and "cache" in feat.get_params():
-        # the prompt-similarity feature's Sentence-BERT encoder: the audit's cache
-        feat.set_params(cache=settings.cache)
-    if "sbert_backend" in feat.get_params():
-        # and the audit's backend and device: the same identity as the "sbert"
-        # representation, so an essay is encoded once for both
-        feat.set_params(sbert_backend=settings.sbert_backend, sbert_device=settings.device)
+    feat = audit_features(plan, study.prompt_text)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # long-text truncation notes
         try:
-            study.features = np.asarray(feat.fit_transform(essays, human), dtype=float)
+            # kept in the audit's cache folder across runs (_study_cache)
+            study.features, study.feature_names = fit_features(feat, essays, human)
         except GrammarServerError as exc:
             # the user's server, which passed the start-up check, failed later
             where = _Where(plan.prompt_ids, plan.prompt_col is not None)
@@ -1147,7 +1138,6 @@ def _features(study: Study, plan: Plan, rows: NDArray[np.intp]) -> None:
                 f"(its log says why), or leave grammar out (no --grammar) to audit "
                 f"without the language_errors feature"
             ) from None
-    study.feature_names = [str(f) for f in feat.get_feature_names_out()]
 
 
 def _baselines_and_spaces(

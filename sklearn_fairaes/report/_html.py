@@ -113,7 +113,7 @@ class _Figures:
     numbers follow the page whatever the order of the sections.
     """
 
-    def __init__(self, figures: Mapping[str, Figure] | None, dpi: int) -> None:
+    def __init__(self, figures: Mapping[str, Figure | bytes] | None, dpi: int) -> None:
         self.figures = dict(figures or {})
         self.dpi = dpi
         self.used: list[str] = []
@@ -125,9 +125,12 @@ class _Figures:
             return None
         self.used.append(key)
         self.number += 1
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=self.dpi)
-        png = buffer.getvalue()
+        if isinstance(fig, bytes):  # drawn already (the report's figure cache)
+            png = fig
+        else:
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="png", dpi=self.dpi)
+            png = buffer.getvalue()
         return {
             "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
             "width": int.from_bytes(png[16:20], "big"),
@@ -177,9 +180,16 @@ def _check_inputs(tables: object, meta: object, figures: object) -> None:
             f"(AuditResult.figures) or None; got {type(figures).__name__}"
         )
     for name, fig in (figures or {}).items():
-        if not hasattr(fig, "savefig"):
+        png = (
+            isinstance(fig, bytes)
+            and fig.startswith(b"\x89PNG\r\n\x1a\n")
+            and len(fig) > 24
+        )
+        if not hasattr(fig, "savefig") and not png:
             raise TypeError(
-                f"figures[{name!r}] must be a matplotlib Figure; got {type(fig).__name__}"
+                f"figures[{name!r}] must be a matplotlib Figure (or a PNG image's "
+                f"bytes); got {type(fig).__name__}"
+                + (" that are not a PNG image" if isinstance(fig, bytes) else "")
             )
 
 
@@ -255,7 +265,7 @@ def _plan(
 def render_html(
     tables: Mapping[str, pd.DataFrame | None],
     meta: Mapping[str, Any] | None,
-    figures: Mapping[str, Figure] | None,
+    figures: Mapping[str, Figure | bytes] | None,
     *,
     dpi: int = 100,
 ) -> str:
@@ -292,7 +302,8 @@ def render_html(
         as not available.
     figures : dict of str to matplotlib.figure.Figure, or None
         Usually ``make_figures`` (``sklearn_fairaes.report.analyses``) of the
-        same tables; each is embedded once as a PNG data URI. Figures with
+        same tables; each is embedded once as a PNG data URI (a value that
+        is bytes is taken as the PNG itself, drawn at ``dpi``). Figures with
         other names go to a last section of additional figures.
     dpi : int, default=100
         Resolution of the embedded PNGs.

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditResult"]
 
+#: Resolution of the report's embedded PNGs
+_DPI = 100
+
 
 class AuditResult:
     """What :func:`audit` found: tables, figures and metadata, ready to render.
@@ -108,6 +111,8 @@ class AuditResult:
             for k, v in (replicates or {}).items()
         }
         self._figures: dict[str, Figure] | None = None
+        # the audit's cache folder, where the figures' PNGs are kept (_figure_cache)
+        self._figure_cache: Any = None
 
     def __repr__(self) -> str:
         systems = list(self.meta.get("systems") or self.meta.get("models") or [])
@@ -283,7 +288,14 @@ class AuditResult:
         """
         from ._html import render_html
 
-        page = render_html(self.tables, self.meta, self.figures)
+        figures: Mapping[str, Any] | None = self._figures
+        if figures is None and self._figure_cache is not None:
+            from ._figure_cache import figure_pngs
+
+            figures = figure_pngs(self.tables, self.meta, self._figure_cache, _DPI)
+        page = render_html(
+            self.tables, self.meta, self.figures if figures is None else figures, dpi=_DPI
+        )
         if path is not None:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(page)

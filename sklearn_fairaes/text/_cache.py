@@ -750,6 +750,44 @@ class EmbeddingCache:
         return vec
 
     # -- main entry point -------------------------------------------------
+    def has(self, identity: Mapping[str, Any], text: str) -> bool:
+        """Whether an entry for ``text`` is held (in memory or on disk), unread.
+
+        A quick look before deciding whether work is needed: the entry is
+        not read nor checked, so :meth:`get_or_compute` may still refuse it
+        (and recompute it).
+
+        Parameters
+        ----------
+        identity : dict
+            The encoder's identity, as given to :meth:`get_or_compute`.
+        text : str
+            The text.
+
+        Returns
+        -------
+        held : bool
+            True when the entry is in memory or its file exists.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_fairaes.text import EmbeddingCache
+        >>> cache = EmbeddingCache()
+        >>> cache.has({"encoder": "demo"}, "an essay")
+        False
+        >>> _ = cache.get_or_compute({"encoder": "demo"}, ["an essay"],
+        ...                          lambda texts: np.ones((len(texts), 2)))
+        >>> cache.has({"encoder": "demo"}, "an essay")
+        True
+        """
+        ident_hex = identity_digest(identity)
+        tkey = text_key(text)
+        with self._lock:
+            if (ident_hex, tkey) in self._memory:
+                return True
+        return self.path is not None and self._entry_path(ident_hex[:24], tkey).is_file()
+
     def get_or_compute(
         self,
         identity: Mapping[str, Any],

@@ -15,7 +15,7 @@ entry in :data:`SECTIONS` (or, from outside the package,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._plots import (
@@ -200,6 +200,24 @@ def make_figures(
     >>> list(make_figures({"lipschitz": two}, {}))
     ['lipschitz:1', 'lipschitz:2']
     """
+    figures: dict[str, Figure] = {}
+    for key_of, section, ptables, context in figure_units(tables, meta):
+        assert section.figures is not None  # for mypy: only sections that draw
+        for name, fig in section.figures(ptables, context).items():
+            figures[key_of(name)] = fig
+    return figures
+
+
+def figure_units(
+    tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any] | None
+) -> Iterator[tuple[Callable[[str], str], Section, dict[str, pd.DataFrame], FigureContext]]:
+    """What :func:`make_figures` draws, one section of one prompt at a time, in order.
+
+    Yields ``(key_of, section, tables, context)``: ``section.figures(tables,
+    context)`` draws them, ``key_of(name)`` is each figure's key in
+    :func:`make_figures`'s result (the report's figure cache draws them the
+    same way, or reads their PNGs back).
+    """
     meta = meta or {}
     reps = list(meta.get("representations") or []) or None
     mods = [str(m) for m in (meta.get("systems") or meta.get("models") or [])]
@@ -211,12 +229,13 @@ def make_figures(
             names += [s for s in tables[key][column].astype(str) if s != "distance"]
     colors = model_colors(_ordered(names, mods, last=("human",)))
     prompts = audit_prompts(tables, meta)
-    figures: dict[str, Figure] = {}
     for prompt in prompts:
         context = FigureContext(reps, mods or None, colors, _scale_of(meta, prompt))
         ptables = prompt_tables(tables, prompt)
+        shown = prompt if len(prompts) > 1 else None
+
+        def key_of(name: str, _shown: str | None = shown) -> str:
+            return figure_key(name, _shown)
+
         for section in drawing:
-            assert section.figures is not None  # for mypy: filtered above
-            for name, fig in section.figures(ptables, context).items():
-                figures[figure_key(name, prompt if len(prompts) > 1 else None)] = fig
-    return figures
+            yield key_of, section, ptables, context
