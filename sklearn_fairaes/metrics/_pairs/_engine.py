@@ -19,6 +19,7 @@ from ._blocks import (
     _chunk_specs,
     _fold,
     _in_threads,
+    _map_spec,
     _pass_threads,
     _run_chunk,
     _run_task,
@@ -655,7 +656,7 @@ class PairwiseEngine(_Distances):
                     return block
 
                 def run_cached(chunk: list[BlockSpec]) -> _P:
-                    return _fold(reducer, (reducer.map(screened(s)) for s in chunk))
+                    return _fold(reducer, (_map_spec(reducer, s, screened) for s in chunk))
 
                 yield from _in_threads(run_cached, chunks)
                 return
@@ -669,7 +670,7 @@ class PairwiseEngine(_Distances):
                 return block
 
             for chunk in chunks:
-                yield _fold(reducer, (reducer.map(cached(s)) for s in chunk))
+                yield _fold(reducer, (_map_spec(reducer, s, cached) for s in chunk))
             return
         if in_process:
 
