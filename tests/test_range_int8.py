@@ -65,6 +65,18 @@ def test_int8_similarities_are_within_the_bound_in_exact_arithmetic(kind):
     assert Fraction(error) < 20 * worst
 
 
+def test_int8_rows_in_runs_of_rows_bound_every_pair():
+    # 8,192 dimensions: the rows are rounded in runs of 64, the bound must
+    # still hold over pairs from different runs
+    X, _ = _problem(200, 8192, "spiky", seed=6)
+    unit = _engine.PairwiseEngine(X)._unit
+    q, scale, error = _range_int8.int8_rows(unit)
+    assert np.array_equal(q, np.clip(np.rint(unit / scale), -127, 127).astype(np.int8))
+    Q = q.astype(np.float64)
+    worst = np.max(np.abs(unit @ unit.T - scale**2 * (Q @ Q.T)))
+    assert worst <= error < 20 * worst
+
+
 def test_int8_rows_of_zeros():
     q, scale, error = _range_int8.int8_rows(np.zeros((3, 4)))
     assert not q.any() and error == 0.0 and scale == 1.0

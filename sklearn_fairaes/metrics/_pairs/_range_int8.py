@@ -77,14 +77,22 @@ def int8_rows(unit: NDArray[np.float64]) -> tuple[NDArray[np.int8], float, float
     if top == 0.0:
         return np.zeros(unit.shape, dtype=np.int8), 1.0, 0.0
     scale = top / 127
-    scaled = np.clip(np.rint(unit / scale), -127, 127)  # clip: top / scale may round up
-    back = scaled * scale
-    diff = unit - back
-    residual = float(np.sqrt(np.max(np.einsum("ij,ij->i", diff, diff))))
-    size = float(np.sqrt(np.max(np.einsum("ij,ij->i", back, back))))
-    residual *= 1 + 1e-9
-    size *= 1 + 1e-9
-    return scaled.astype(np.int8), scale, 1.01 * (2 * residual * size + residual**2)
+    q = np.empty(unit.shape, dtype=np.int8)
+    residual = size = 0.0
+    # in runs of rows: the float64 temporaries stay a few MB (a copy of the
+    # rows would be 3 GB at a million essays)
+    step = max(1, 2**19 // max(unit.shape[1], 1))
+    for start in range(0, unit.shape[0], step):
+        rows = unit[start : start + step]
+        scaled = np.clip(np.rint(rows / scale), -127, 127)  # clip: may round to 128
+        q[start : start + step] = scaled
+        back = np.multiply(scaled, scale, out=scaled)
+        diff = rows - back
+        residual = max(residual, float(np.max(np.einsum("ij,ij->i", diff, diff))))
+        size = max(size, float(np.max(np.einsum("ij,ij->i", back, back))))
+    residual = math.sqrt(residual) * (1 + 1e-9)
+    size = math.sqrt(size) * (1 + 1e-9)
+    return q, scale, 1.01 * (2 * residual * size + residual**2)
 
 
 def _torch_threads_of_this_thread(torch: Any, n: int) -> None:
