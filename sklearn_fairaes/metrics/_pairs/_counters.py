@@ -267,7 +267,9 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
         if y is None or y[r0] != y[c1 - 1]:
             return None
         n = (r1 - r0) * (r1 - r0 - 1) // 2 if r0 == c0 else (r1 - r0) * (c1 - c0)
-        return n, n
+        none = np.empty(0, dtype=np.int64)
+        # through settled (nothing to settle) as every block is, once
+        return self.settled(n, none, none), n
 
     def _runs(self, start: int, stop: int) -> NDArray[np.intp]:
         """Boundaries of the runs of rows ``start:stop`` (block coordinates)."""
