@@ -131,32 +131,39 @@ def int8_extreme_candidates(
         kept: list[Any] = []  # (i, j, value) per block, torch tensors
         n_kept = 0
         lower_of: dict[tuple[int, int], Any] = {}
+        # one output buffer per thread, reused by every block: a new 16 MB
+        # result per block (and masked copies of diagonal ones) fragmented
+        # the heap, 7 GB of peak RSS at N=100,000
+        largest = max(((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in mine), default=0)
+        buffer = torch.empty(largest, dtype=torch.int32)
         with torch.no_grad():
             for r0, r1, c0, c1 in mine:
-                G = torch._int_mm(rows[r0:r1], rows[c0:c1].T)  # exact int32 sums
+                G = buffer[: (r1 - r0) * (c1 - c0)].view(r1 - r0, c1 - c0)
+                torch._int_mm(rows[r0:r1], rows[c0:c1].T, out=G)  # exact int32 sums
+                lower = None
                 if r0 == c0:  # a diagonal block: the pairs i < j only
                     lower = lower_of.get(G.shape)
                     if lower is None:
                         lower = lower_of[G.shape] = ~torch.ones(
                             G.shape, dtype=torch.bool
                         ).triu_(1)
-                    for_max = G.masked_fill(lower, -(2**31))
-                    for_min = G.masked_fill(lower, 2**31 - 1)
-                else:
-                    for_max = for_min = G
-                # per row first: the few rows near an extreme are searched alone
-                row_max = for_max.amax(dim=1)
-                row_min = for_min.amin(dim=1)
-                top = max(top, int(row_max.max()))
-                bottom = min(bottom, int(row_min.min()))
-                for source, rows_near, high in (
-                    (for_max, row_max >= top - width, True),
-                    (for_min, row_min <= bottom + width, False),
-                ):
+                # the largest first, then the smallest; a diagonal block's
+                # lower triangle is overwritten in place by a stand-in that is
+                # never near the extreme sought
+                for high in (True, False):
+                    if lower is not None:
+                        G.masked_fill_(lower, -(2**31) if high else 2**31 - 1)
+                    row_ext = G.amax(dim=1) if high else G.amin(dim=1)
+                    if high:
+                        top = max(top, int(row_ext.max()))
+                        rows_near = row_ext >= top - width
+                    else:
+                        bottom = min(bottom, int(row_ext.min()))
+                        rows_near = row_ext <= bottom + width
                     r = torch.nonzero(rows_near, as_tuple=True)[0]
                     if not r.numel():
                         continue
-                    sub = source[r]
+                    sub = G[r]
                     near = sub >= top - width if high else sub <= bottom + width
                     ii, jj = torch.nonzero(near, as_tuple=True)
                     kept.append((r[ii] + r0, jj + c0, sub[ii, jj]))
