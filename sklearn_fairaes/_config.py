@@ -144,11 +144,14 @@ def set_config(
         candidates for the nearest and the farthest pair from bfloat16 matrix
         products in torch, on CPUs with AMX bfloat16 units (Intel Xeon 4th
         generation and later), where they are about five times as fast as
-        float32 products. The window around the extremes holds every
-        candidate of the float32 pass, and the candidates' exact distances
-        give the range, so the range, and every count normalised by it, is
-        exactly the same. Nothing changes without torch or without AMX. None
-        leaves the setting unchanged (default True).
+        float32 products; on CPUs without AMX but with int8 dot products
+        (AVX-512 VNNI or AVX-VNNI: AMD Zen 4, Intel Ice Lake and later) from
+        exact int8 products instead (``torch._int_mm``, about twice as fast).
+        The window around the extremes holds every candidate of the float32
+        pass, and the candidates' exact distances give the range, so the
+        range, and every count normalised by it, is exactly the same. Nothing
+        changes without torch or without either unit. None leaves the setting
+        unchanged (default True).
 
     Raises
     ------

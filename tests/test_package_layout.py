@@ -166,6 +166,7 @@ PAIRS_LAYERS = [
     "_kernels",
     "_torch_backend",
     "_range",
+    "_range_int8",
     "_engine",
     "_reducers",
     "_keys",

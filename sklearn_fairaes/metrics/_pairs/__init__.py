@@ -34,6 +34,9 @@ cycle):
 ``_range``
     The reductions the engine runs itself: the exact and the float32-screened
     distance range, and whole-block collection.
+``_range_int8``
+    The distance range's candidates from exact int8 products (CPUs with
+    int8 dot products), within a proven error bound.
 ``_engine``
     :class:`~._engine.PairwiseEngine`, which walks the upper triangle of the
     distance matrix in blocks and hands each to a reducer, and the public

@@ -154,7 +154,8 @@ class Reducer(Protocol[_P]):
     reducer may also set ``block_kind = "similarity32"`` (it then gets float32
     similarities instead of distances) and ``consumes_blocks = True`` (it may
     overwrite them), and have a ``bind(engine)`` method, which each task sent
-    to workers calls with its engine before the reducer's first ``map``.
+    to workers calls with its engine before the reducer's first ``map``, and a
+    ``known(spec)`` method (see :func:`_map_spec`).
     """
 
     def map(self, block: PairBlock) -> _P:
@@ -239,6 +240,22 @@ def _fold(reducer: Reducer[_P], parts: Iterable[_P]) -> _P:
     return cast("_P", out)
 
 
+def _map_spec(
+    reducer: Reducer[_P], spec: BlockSpec, make: Callable[[BlockSpec], PairBlock]
+) -> _P:
+    """``reducer.map`` of the block at ``spec``, made by ``make`` only when needed.
+
+    A reducer may have a ``known(spec)`` method that gives the block's partial
+    result without the block (its products are then never computed), or None.
+    """
+    known = getattr(reducer, "known", None)
+    if known is not None:
+        got = known(spec)
+        if got is not None:
+            return cast("_P", got)
+    return reducer.map(make(spec))
+
+
 def _run_chunk(
     engine: PairwiseEngine, reducer: Reducer[_P], specs: Sequence[BlockSpec]
 ) -> _P:
@@ -247,7 +264,10 @@ def _run_chunk(
         map_torch = reducer.map_torch  # type: ignore[attr-defined]
         return _fold(reducer, (map_torch(pairs.block(spec)) for spec in specs))
     kind = getattr(reducer, "block_kind", "distance")
-    return _fold(reducer, (reducer.map(engine._make_block(spec, kind)) for spec in specs))
+    return _fold(
+        reducer,
+        (_map_spec(reducer, spec, lambda s: engine._make_block(s, kind)) for spec in specs),
+    )
 
 
 def _run_task(

@@ -213,6 +213,12 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
     the same counts, and the same undecided pairs settled.
 
     ``y`` must be sorted (ascending) in the engine's order.
+
+    With ``equal_scores_satisfy`` (every pair of equal scores satisfies the
+    inequality, as :func:`_equal_scores_satisfy` checks), a block whose essays
+    all have one score is counted whole, without its products
+    (:meth:`known`): about 11% of the pairs for integer scores on a 0-12
+    scale, all of them in such blocks at a million essays (7.6% at 100,000).
     """
 
     def __init__(
@@ -223,8 +229,10 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
         c: float,
         margin: float,
         settle: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.bool_]],
+        equal_scores_satisfy: bool = False,
     ) -> None:
         super().__init__(y, a, b, c, margin, settle)
+        self._equal_y = y if equal_scores_satisfy else None
         if np.any(np.diff(y) < 0):
             raise ValueError("the sorted screen needs the scores in ascending order")
         if not self.b > 0:
@@ -245,6 +253,23 @@ class _SortedScreenedLipschitzCounter(_ScreenedLipschitzCounter):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_masks": {}}
+
+    def known(self, spec: tuple[int, int, int, int]) -> ScreenedCounts | None:
+        """Counts of a block of one score without its products (else None).
+
+        The essays are sorted by score and ``r0 <= c0``, so the block's scores
+        lie between ``y[r0]`` and ``y[c1 - 1]``; the pairs are those of an
+        unfiltered engine (the sorted screen runs on no other): ``i < j`` in a
+        diagonal block, all of them elsewhere.
+        """
+        r0, r1, c0, c1 = spec
+        y = self._equal_y
+        if y is None or y[r0] != y[c1 - 1]:
+            return None
+        n = (r1 - r0) * (r1 - r0 - 1) // 2 if r0 == c0 else (r1 - r0) * (c1 - c0)
+        none = np.empty(0, dtype=np.int64)
+        # through settled (nothing to settle) as every block is, once
+        return self.settled(n, none, none), n
 
     def _runs(self, start: int, stop: int) -> NDArray[np.intp]:
         """Boundaries of the runs of rows ``start:stop`` (block coordinates)."""
@@ -455,6 +480,35 @@ class _Settler:
         return _settle(self.engine, self.y, i, j, self.d_scaling, self.o_scaling, self.L)
 
 
+def _equal_scores_satisfy(
+    engine: PairwiseEngine, d_scaling: Scaling, o_scaling: Scaling, L: float
+) -> bool:
+    """Whether :func:`_settle` finds every pair of equal scores satisfied.
+
+    Such a pair has ``|y_i - y_j| = 0`` exactly, and :func:`_settle` compares
+    ``normalise(0)`` with ``L * normalise(d)``, which cannot decrease with
+    ``d`` (each float64 operation is correctly rounded, so monotone, and
+    ``divisor > 0``, ``L >= 0``). Every computed distance is at least the
+    exact minimum of the screened range pass (the smallest of the
+    same computed distances): if the smallest one satisfies the inequality,
+    every pair of equal scores does, both when the screen decides it (the
+    screen agrees with :func:`_settle`) and when it is settled.
+
+    False when no screened range pass ran (``normalize=None``): every
+    distance is then at least 0, which would do as well, but those counts
+    keep screening and settling every pair as before (the shortcut is for the
+    normalised counts, which need the range pass anyway).
+    """
+    found = engine._ranges.get(True)
+    if found is None or L < 0:  # L: validated positive; monotonicity needs it
+        return False
+    d = _normalise(np.array([found[0]]), d_scaling)
+    if L != 1.0:
+        d *= L
+    o = _normalise(np.zeros(1), o_scaling)
+    return bool(o[0] <= d[0])
+
+
 def _screened_count(
     engine: PairwiseEngine,
     y: NDArray[np.float64],
@@ -478,7 +532,11 @@ def _screened_count(
         and np.float32(b) > 0  # else every pair is screened alike: nothing to sort
         and math.isfinite(margin)
     ):
-        counter = _SortedScreenedLipschitzCounter(y, a, b, c, margin, settle)
+        counter = _SortedScreenedLipschitzCounter(
+            y, a, b, c, margin, settle,
+            equal_scores_satisfy=engine.groups is None
+            and _equal_scores_satisfy(engine, d_scaling, o_scaling, L),
+        )  # fmt: skip
     else:
         counter = _ScreenedLipschitzCounter(y, a, b, c, margin, settle)
     hits, n_eval = engine.map_reduce(counter)

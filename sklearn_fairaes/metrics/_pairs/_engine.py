@@ -19,6 +19,8 @@ from ._blocks import (
     _chunk_specs,
     _fold,
     _in_threads,
+    _map_spec,
+    _pass_threads,
     _run_chunk,
     _run_task,
 )
@@ -517,6 +519,8 @@ class PairwiseEngine(_Distances):
             # likewise for the maximum): find the blocks holding such pairs, then
             # the pairs, then their exact distances.
             found = self._bf16_extreme_candidates()
+            if found is None:
+                found = self._int8_extreme_candidates()
             if found is not None and found[0].size and self.n_pairs:
                 d = self.paired_distances(*found)
                 return float(d.min()), float(d.max()), self.n_pairs
@@ -572,6 +576,45 @@ class PairwiseEngine(_Distances):
             self._unit32, self._block_specs(), window
         )
 
+    def _int8_extreme_candidates(self) -> Pairs | None:
+        """Candidates for both extremes from int8 products, or None (not used here).
+
+        Under the conditions of :meth:`_bf16_extreme_candidates`, but on a CPU
+        with int8 dot products (:func:`._range_int8.cpu_has_int8_dot`) and
+        torch's ``_int_mm``: every pair whose int8 similarity is within ``2 *
+        (e8 + e32) + 4 * e32`` of the int8 extremes (``e8`` the bound of
+        :func:`._range_int8.int8_rows` against the exact product of the float64
+        rows, and ``e32`` of :attr:`screen_error`, which also bounds the exact
+        side's rounding). As for bfloat16, with ``e8 + e32`` bounding ``|1 -
+        s8 - d|``, these include every candidate of the float32 pass, so the
+        exact extremes over them are the same.
+        """
+        import importlib.util
+        import sys
+
+        from . import _range_int8
+
+        n_min = _range_int8.INT8_MIN_ESSAYS[0 if "torch" in sys.modules else 1]
+        if (
+            not get_config()["bf16_range"]
+            or self.backend != "numpy"
+            or self.n_samples < n_min
+            or self.groups is not None
+            or self._any_zero  # two zero rows: distance 0, which products do not give
+            or self._unit.shape[1] > _range_int8.INT8_MAX_FEATURES
+            or not _range_int8.cpu_has_int8_dot()
+            or importlib.util.find_spec("torch") is None
+            or not hasattr(_torch_backend.import_torch(), "_int_mm")
+        ):
+            return None
+        self._prepare_screening()
+        q, scale, e8 = _range_int8.int8_rows(cast("NDArray[np.float64]", self._unit))
+        window = 2 * (e8 + self.screen_error) + 4 * self.screen_error
+        specs = self._block_specs()
+        return _range_int8.int8_extreme_candidates(
+            q, scale, specs, window, _pass_threads(len(specs))
+        )
+
     def _iter_partials(
         self, reducer: Reducer[_P], specs: Sequence[BlockSpec]
     ) -> Iterator[_P]:
@@ -613,7 +656,7 @@ class PairwiseEngine(_Distances):
                     return block
 
                 def run_cached(chunk: list[BlockSpec]) -> _P:
-                    return _fold(reducer, (reducer.map(screened(s)) for s in chunk))
+                    return _fold(reducer, (_map_spec(reducer, s, screened) for s in chunk))
 
                 yield from _in_threads(run_cached, chunks)
                 return
@@ -627,7 +670,7 @@ class PairwiseEngine(_Distances):
                 return block
 
             for chunk in chunks:
-                yield _fold(reducer, (reducer.map(cached(s)) for s in chunk))
+                yield _fold(reducer, (_map_spec(reducer, s, cached) for s in chunk))
             return
         if in_process:
 
