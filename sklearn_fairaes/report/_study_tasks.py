@@ -1,0 +1,348 @@
+"""Each prompt's study as one task on a Dask cluster's workers (issue 35).
+
+With a ``client`` and two prompts or more, :func:`build_and_run` sends each
+prompt's whole study to the workers as one task (:func:`study_task`): the
+representations fitted on its essays, the trained baselines' out-of-fold
+predictions, the pair spaces, then every chosen section's analysis, through
+the analysis cache when the audit has a cache folder. A task returns what the
+audit reads of a study once its analyses have run: the section outputs and a
+slim study (ids, scores, features, notes; no vectors, no pair engine, no
+estimator). Inside a task every pass runs in the task's own process
+(``n_jobs=1``): the cluster's parallelism is the prompts, and no task asks
+the cluster for more work. The plan (essays, given vectors, models) and the
+fitted systems' scores go to the cluster once (``client.scatter``), not with
+each task. The tables are those of the local run: a study is the same
+function of the same inputs wherever it runs.
+
+The client keeps the progress bar (ticked as each study's task completes),
+the interrupt (Ctrl-C cancels the tasks), and the studies that should not
+move: with one prompt (the study builds here and its pair passes go to the
+workers through the engine's Dask path, :func:`._cluster.pair_passes`), or
+when a system calls a scorer (a service or a function you gave: its
+connection, its answer cache and its repeats stay in this process), the
+grammar server is used (a server the workers may not reach), a chosen
+section is not one of the package's own (its code may not be on the
+workers), or a piece of the plan does not pickle. ``meta["study_tasks"]``
+says which route ran and why, and where each study ran.
+
+The cache folder must be reachable from the workers (the same machine, or a
+shared file system at the same path). A worker that does not find it (the
+folder and its ``CACHEDIR.TAG`` marker) computes the study with an in-memory
+cache instead: nothing is written to a folder of the same name on the
+worker's disk, and the meta says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ._build import (
+    Plan,
+    Progress,
+    _study,
+    before_studies,
+    build_studies,
+    fit_representations,
+    note_vectors,
+)
+from ._cluster import pair_passes
+from ._config import AuditConfig
+from ._output import pause
+from ._study import Study
+
+if TYPE_CHECKING:
+    from ._analysis_cache import AnalysisCache
+    from .analyses import AnalysisOutput, Section
+
+__all__ = ["StudyResult", "build_and_run", "refusal", "study_task"]
+
+Runs = dict[str, list["AnalysisOutput | str"]]
+
+
+@dataclass
+class StudyResult:
+    """What one study's task hands back: the slim study, its outputs and its counts.
+
+    ``outputs`` holds, per chosen section id, the section's output or the
+    reason it is absent; ``vectors`` the study's ``_vector_notes`` counts;
+    ``analysis_cache`` and ``result_cache`` what the task's caches did;
+    ``place`` where it ran (worker address, pid) and ``cache_note`` why the
+    task did without the cache folder (None when it used it, or had none).
+    """
+
+    study: Study
+    outputs: dict[str, AnalysisOutput | str]
+    vectors: dict[str, dict[str, int]]
+    analysis_cache: dict[str, Any]
+    result_cache: dict[str, dict[str, int]]
+    place: dict[str, Any] = field(default_factory=dict)
+    cache_note: str | None = None
+
+
+@dataclass
+class _Shared:
+    """What every task reads, sent to the cluster once: the plan and the fitted scores."""
+
+    plan: Plan
+    fitted_scores: Mapping[str, Any]
+
+
+def _stripped(plan: Plan) -> Plan:
+    """``plan`` with settings of its own, without the client (never shipped)."""
+    settings = copy.copy(plan.settings)
+    object.__setattr__(settings, "values", dict(plan.settings.values))
+    settings.client = None
+    settings.tune_interpreter = False  # the interpreter-wide switches are the client's
+    return replace(plan, settings=settings)
+
+
+def refusal(plan: Plan, chosen: Sequence[Section]) -> str | None:
+    """Why the studies stay in this process; None when each can be a task on the workers."""
+    from ._repeats import repeated_systems
+    from .analyses import SECTIONS
+
+    if len(plan.prompts) < 2:
+        return "one prompt: its study is built here, its pair passes run on the workers"
+    calling = repeated_systems(plan.fitted)
+    if calling:
+        return (
+            f"system(s) {', '.join(map(repr, calling))} call a scorer: its calls, "
+            f"answer cache and repeats stay in this process"
+        )
+    if plan.settings.grammar is not None:
+        return "grammar= names a server that the workers may not reach"
+    own = [s.id for s in chosen if not any(s is b for b in SECTIONS) or s.template_dir]
+    if own:
+        return (
+            f"section(s) {', '.join(map(repr, own))} are not the package's own: "
+            f"their code may not be on the workers"
+        )
+    return None
+
+
+def _unpicklable(plan: Plan) -> str | None:
+    """Why ``plan`` cannot be sent to the workers; None when it pickles."""
+    import cloudpickle
+
+    try:
+        cloudpickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - any failure means "keep it here"
+        return f"the plan does not pickle ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _cache_reachable(settings: Any) -> str | None:
+    """Why this process cannot use the audit's cache folder; None when it can (or has none)."""
+    from ..text._cache import MARKER
+
+    path = getattr(settings.cache, "path", None)
+    if path is None:
+        return None
+    if not (os.path.isdir(path) and os.path.isfile(os.path.join(path, MARKER))):
+        return f"the cache folder {path} is not reachable from this worker"
+    return None
+
+
+def _memory_only(plan: Plan) -> Plan:
+    """``plan`` with the in-memory cache in its settings and in its encoders."""
+    from sklearn.base import clone
+
+    from ..text._cache import open_cache
+
+    memory = open_cache(False)
+    plan.settings.cache = memory
+    reps = {}
+    for name, rep in plan.representations.items():
+        params = rep.get_params() if hasattr(rep, "get_params") else {}
+        if getattr(params.get("cache"), "path", None) is not None:
+            rep = clone(rep).set_params(cache=memory)
+        reps[name] = rep
+    return replace(plan, representations=reps)
+
+
+def _place() -> dict[str, Any]:
+    """The worker's address (when a Dask worker) and process id."""
+    place: dict[str, Any] = {"pid": os.getpid()}
+    try:
+        from distributed import get_worker
+
+        place["worker"] = get_worker().address
+    except (ImportError, ValueError):
+        pass
+    return place
+
+
+def study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> StudyResult:
+    """Build ``prompt``'s study and run the chosen sections on it, in this process.
+
+    Runs on a worker: every pass with ``n_jobs=1``, the analysis cache of the
+    audit's folder when this process reaches it (else in memory).
+    """
+    from ..features._persist import result_counts
+    from ._analysis_cache import AnalysisCache
+    from .analyses import selected
+
+    before = result_counts()
+    plan = _stripped(shared.plan)  # the shared plan is the worker's: never changed
+    plan.settings.n_jobs = 1
+    cache_note = _cache_reachable(plan.settings)
+    if cache_note is not None:
+        plan = _memory_only(plan)
+    rows = plan.rows_of(prompt)
+    represented = fit_representations(
+        plan.representations,
+        [plan.essays[i] for i in rows],
+        plan.text_col,
+        f" of prompt {prompt!r}",
+        rows=rows,
+    )
+    counts: dict[str, Any] = {
+        kind: dict.fromkeys(plan.representations, 0)
+        for kind in ("empty_vectors", "letters_dropped")
+    }
+    quiet = Progress(False, 0)
+    study = note_vectors(
+        _study(plan, prompt, shared.fitted_scores, represented, quiet), counts
+    )
+    kept = AnalysisCache(plan.settings.cache)
+    outputs: dict[str, AnalysisOutput | str] = {}
+    for section in selected(section_ids):
+        analysis = section.analysis
+        if analysis is None:
+            continue
+        reason = analysis.absent(study)
+        outputs[section.id] = kept.run(section, study) if reason is None else reason
+    after = result_counts()
+    slim = replace(
+        study,
+        settings=AuditConfig(),
+        spaces={},
+        representations={},
+        systems={n: replace(s, estimator=None) for n, s in study.systems.items()},
+        _weights=None,
+    )
+    return StudyResult(
+        study=slim,
+        outputs=outputs,
+        vectors=counts,
+        analysis_cache=kept.counts(),
+        result_cache={
+            kind: {f: n - before.get(kind, {}).get(f, 0) for f, n in fields.items()}
+            for kind, fields in after.items()
+        },
+        place=_place(),
+        cache_note=cache_note,
+    )
+
+
+def _run(
+    section: Section, studies: Sequence[Study], bar: Progress, kept: AnalysisCache
+) -> list[AnalysisOutput | str]:
+    """The section's analysis output on each study, or the reason it is absent there."""
+    analysis = section.analysis
+    assert analysis is not None  # for mypy: only sections with an analysis run
+    out: list[AnalysisOutput | str] = []
+    for study in studies:
+        reason = analysis.absent(study)
+        out.append(kept.run(section, study) if reason is None else reason)
+        bar.tick(f"{study.prompt}: {analysis.name}")
+    return out
+
+
+def build_and_run(
+    plan: Plan, chosen: Sequence[Section], bar: Progress, kept: AnalysisCache
+) -> tuple[list[Study], dict[str, Any], Runs]:
+    """Every study and every chosen section's output on it: here, or as tasks on a cluster.
+
+    Returns the studies (slim when they ran as tasks), the meta entries of
+    their building (``build_studies``'s counts, and ``study_tasks`` with a
+    client) and the outputs by section id, one per study.
+    """
+    client = plan.settings.client
+    reason = None if client is None else refusal(plan, chosen)
+    if client is not None and reason is None:
+        stripped = _stripped(plan)
+        reason = _unpicklable(stripped)
+        if reason is None:
+            return _on_workers(plan, stripped, chosen, bar, kept)
+    studies, counts = build_studies(plan, bar)
+    pause("computing")  # test-only hook: an interrupt test's instant mid-audit
+    with pair_passes(client):  # the engine's joblib passes
+        runs = {s.id: _run(s, studies, bar, kept) for s in chosen}
+    if client is not None:
+        counts["study_tasks"] = {"on_workers": False, "reason": reason}
+    return studies, counts, runs
+
+
+def _on_workers(
+    plan: Plan,
+    stripped: Plan,
+    chosen: Sequence[Section],
+    bar: Progress,
+    kept: AnalysisCache,
+) -> tuple[list[Study], dict[str, Any], Runs]:
+    """The studies as tasks on ``plan.settings.client``'s workers (see the module docstring)."""
+    from distributed import as_completed
+
+    from ..features._persist import _count
+    from ._per_essay import wait_per_essay
+
+    client = plan.settings.client
+    counts: dict[str, Any] = {
+        kind: dict.fromkeys(plan.representations, 0)
+        for kind in ("empty_vectors", "letters_dropped")
+    }
+    fitted_scores, repeated, prepared = before_studies(plan)
+    assert not repeated  # only scorers you call repeat, and those stay here (refusal)
+    # the studies read every essay's features and paraphrases from the chunks
+    if prepared is not None:
+        counts["per_essay"] = wait_per_essay(prepared)
+    pause("computing")
+    ids = [s.id for s in chosen]
+    per_study = Progress.steps(plan, len(chosen)) // len(plan.prompts)
+    [data] = client.scatter([_Shared(stripped, fitted_scores)], hash=False)
+    futures = [
+        client.submit(study_task, data, p, ids, pure=False, key=f"fairaes-study-{i}-{p}")
+        for i, p in enumerate(plan.prompts)
+    ]
+    results: dict[str, StudyResult] = {}
+    try:
+        for future in as_completed(futures):
+            result: StudyResult = future.result()
+            results[result.study.prompt] = result
+            for _ in range(per_study):
+                bar.tick(f"{result.study.prompt}: done")
+    except BaseException:  # an error, or Ctrl-C: nothing left running on the workers
+        client.cancel([*futures, data])
+        raise
+    fields = {"read": 0, "computed": 1, "refused": 2}
+    places, notes = {}, {}
+    studies = []
+    for p in plan.prompts:
+        result = results[p]
+        result.study.settings = plan.settings
+        studies.append(result.study)
+        for kind, by_rep in result.vectors.items():
+            for rname, k in by_rep.items():
+                counts[kind][rname] += k
+        kept.add(result.analysis_cache)
+        for kind, done in result.result_cache.items():
+            for name, n in done.items():
+                if n and name in fields:
+                    _count(kind, fields[name], n)
+        places[p] = result.place
+        if result.cache_note is not None:
+            notes[p] = result.cache_note
+    runs: Runs = {s.id: [results[p].outputs[s.id] for p in plan.prompts] for s in chosen}
+    counts["study_tasks"] = {
+        "on_workers": True,
+        "reason": None,
+        "places": places,
+        **({"cache_unreachable": notes} if notes else {}),
+    }
+    return studies, counts, runs
