@@ -1,7 +1,10 @@
-"""Each prompt's study as one task on a Dask cluster's workers (issue 35).
+"""Each prompt's study as one task on a Dask cluster's workers or local processes (issue 35).
 
 With a ``client`` and two prompts or more, :func:`build_and_run` sends each
-prompt's whole study to the workers as one task (:func:`study_task`): the
+prompt's whole study to the workers as one task (:func:`study_task`); without
+a client, with ``n_jobs >= 2``, to as many local processes (joblib), once the
+per-essay chunks that ran in those processes are done (the two stages never
+share the cores). A task computes the
 representations fitted on its essays, the trained baselines' out-of-fold
 predictions, the pair spaces, then every chosen section's analysis, through
 the analysis cache when the audit has a cache folder. A task returns what the
@@ -37,7 +40,8 @@ from __future__ import annotations
 import copy
 import os
 import pickle
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -107,7 +111,10 @@ def refusal(plan: Plan, chosen: Sequence[Section]) -> str | None:
     from .analyses import SECTIONS
 
     if len(plan.prompts) < 2:
-        return "one prompt: its study is built here, its pair passes run on the workers"
+        return (
+            "one prompt: its study is built in this process (its pair passes go to "
+            "the workers with a client)"
+        )
     calling = repeated_systems(plan.fitted)
     if calling:
         return (
@@ -257,38 +264,86 @@ def _run(
 def build_and_run(
     plan: Plan, chosen: Sequence[Section], bar: Progress, kept: AnalysisCache
 ) -> tuple[list[Study], dict[str, Any], Runs]:
-    """Every study and every chosen section's output on it: here, or as tasks on a cluster.
+    """Every study and every chosen section's output on it: here, or one task per prompt.
 
-    Returns the studies (slim when they ran as tasks), the meta entries of
-    their building (``build_studies``'s counts, and ``study_tasks`` with a
-    client) and the outputs by section id, one per study.
+    The tasks run on the client's workers, or without a client on
+    ``n_jobs >= 2`` local processes (joblib). Returns the studies (slim when
+    they ran as tasks), the meta entries of their building
+    (``build_studies``'s counts, and ``study_tasks`` when tasks were an
+    option) and the outputs by section id, one per study.
     """
+    from ._cluster import local_mapper
+
     client = plan.settings.client
-    reason = None if client is None else refusal(plan, chosen)
-    if client is not None and reason is None:
+    spread = client is not None or local_mapper(plan.settings.n_jobs) is not None
+    reason = refusal(plan, chosen) if spread else None
+    if spread and reason is None:
         stripped = _stripped(plan)
         reason = _unpicklable(stripped)
         if reason is None:
-            return _on_workers(plan, stripped, chosen, bar, kept)
+            return _as_tasks(plan, stripped, chosen, bar, kept)
     studies, counts = build_studies(plan, bar)
     pause("computing")  # test-only hook: an interrupt test's instant mid-audit
     with pair_passes(client):  # the engine's joblib passes
         runs = {s.id: _run(s, studies, bar, kept) for s in chosen}
-    if client is not None:
+    if spread:
         counts["study_tasks"] = {"on_workers": False, "reason": reason}
     return studies, counts, runs
 
 
-def _on_workers(
+def _dask_results(
+    client: Any, shared: _Shared, prompts: Sequence[str], ids: list[str]
+) -> Iterator[StudyResult]:
+    """The studies' results as their tasks complete on the client's workers."""
+    from distributed import as_completed
+
+    [data] = client.scatter([shared], hash=False)  # once, not with each task
+    futures = [
+        client.submit(study_task, data, p, ids, pure=False, key=f"fairaes-study-{i}-{p}")
+        for i, p in enumerate(prompts)
+    ]
+    finished = False
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+        finished = True
+    finally:
+        if not finished:  # an error, or Ctrl-C: nothing left running on the workers
+            client.cancel([*futures, data])
+
+
+def _local_results(
+    n_jobs: int | None, shared: _Shared, prompts: Sequence[str], ids: list[str]
+) -> Iterator[StudyResult]:
+    """The studies' results as their tasks complete on ``n_jobs`` local processes."""
+    from joblib import Parallel, delayed, effective_n_jobs
+
+    # loky's reusable executor: the processes that ran the per-essay chunks,
+    # which are done by now (no two stages share the cores)
+    workers = min(effective_n_jobs(n_jobs), len(prompts))
+    results = Parallel(n_jobs=workers, return_as="generator_unordered")(
+        delayed(study_task)(shared, p, ids) for p in prompts
+    )
+    finished = False
+    try:
+        yield from results
+        finished = True
+    finally:
+        if not finished:
+            with warnings.catch_warnings():
+                # joblib's note that it threw running calls away: what a stop asks for
+                warnings.simplefilter("ignore", UserWarning)
+                results.close()
+
+
+def _as_tasks(
     plan: Plan,
     stripped: Plan,
     chosen: Sequence[Section],
     bar: Progress,
     kept: AnalysisCache,
 ) -> tuple[list[Study], dict[str, Any], Runs]:
-    """The studies as tasks on ``plan.settings.client``'s workers (see the module docstring)."""
-    from distributed import as_completed
-
+    """The studies as tasks on the client's workers or local processes (module docstring)."""
     from ..features._persist import _count
     from ._per_essay import wait_per_essay
 
@@ -305,21 +360,17 @@ def _on_workers(
     pause("computing")
     ids = [s.id for s in chosen]
     per_study = Progress.steps(plan, len(chosen)) // len(plan.prompts)
-    [data] = client.scatter([_Shared(stripped, fitted_scores)], hash=False)
-    futures = [
-        client.submit(study_task, data, p, ids, pure=False, key=f"fairaes-study-{i}-{p}")
-        for i, p in enumerate(plan.prompts)
-    ]
+    shared = _Shared(stripped, fitted_scores)
+    completed = (
+        _dask_results(client, shared, plan.prompts, ids)
+        if client is not None
+        else _local_results(plan.settings.n_jobs, shared, plan.prompts, ids)
+    )
     results: dict[str, StudyResult] = {}
-    try:
-        for future in as_completed(futures):
-            result: StudyResult = future.result()
-            results[result.study.prompt] = result
-            for _ in range(per_study):
-                bar.tick(f"{result.study.prompt}: done")
-    except BaseException:  # an error, or Ctrl-C: nothing left running on the workers
-        client.cancel([*futures, data])
-        raise
+    for result in completed:
+        results[result.study.prompt] = result
+        for _ in range(per_study):
+            bar.tick(f"{result.study.prompt}: done")
     fields = {"read": 0, "computed": 1, "refused": 2}
     places, notes = {}, {}
     studies = []
