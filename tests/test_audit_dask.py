@@ -254,9 +254,13 @@ def _places_are_the_workers(client, meta, prompts):
     tasks = meta["study_tasks"]
     assert tasks["on_workers"] is True and tasks["reason"] is None
     assert set(tasks["places"]) == set(prompts)
+    from sklearn_fairaes.report._study_tasks import _threads
+
     workers = set(client.scheduler_info()["workers"])
     for place in tasks["places"].values():
         assert place["worker"] in workers and place["pid"] != os.getpid()
+        # the workers start with one BLAS thread; the studies ran with this process's
+        assert place["threads"] == _threads()
 
 
 def test_each_prompt_s_study_is_a_task_on_the_workers(

@@ -74,7 +74,8 @@ class StudyResult:
 
     ``outputs`` holds, per chosen section id, the section's output or the
     reason it is absent; ``vectors`` the study's ``_vector_notes`` counts;
-    ``analysis_cache`` and ``result_cache`` what the task's caches did;
+    ``analysis_cache``, ``result_cache`` and ``embeddings`` (encoded,
+    served) what the task's caches did;
     ``place`` where it ran (worker address, pid) and ``cache_note`` why the
     task did without the cache folder (None when it used it, or had none).
     """
@@ -84,16 +85,43 @@ class StudyResult:
     vectors: dict[str, dict[str, int]]
     analysis_cache: dict[str, Any]
     result_cache: dict[str, dict[str, int]]
+    embeddings: dict[str, int] = field(default_factory=dict)
     place: dict[str, Any] = field(default_factory=dict)
     cache_note: str | None = None
 
 
 @dataclass
 class _Shared:
-    """What every task reads, sent to the cluster once: the plan and the fitted scores."""
+    """What every task reads, sent once: the plan, the fitted scores, the BLAS threads.
+
+    ``threads`` maps each thread-pool API of this process (``"blas"``,
+    ``"openmp"``) to its thread count: a task computes with as many (see
+    :func:`_threads`).
+    """
 
     plan: Plan
     fitted_scores: Mapping[str, Any]
+    threads: dict[str, int] = field(default_factory=dict)
+
+
+def _threads() -> dict[str, int]:
+    """This process's BLAS and OpenMP thread counts, by API.
+
+    A float32 product of the pair engine (its screening of the pairs) can
+    round differently with another number of BLAS threads, and a tie it
+    leaves then falls the other way (measured: one Lipschitz violation of
+    ASAP prompt 3 at 300 essays, 2 threads against 1). Workers start with
+    one thread each (Dask's ``threads_per_worker=1``, loky's limits), so a
+    task computes with the calling process's counts: the tables are then
+    those of the local run on the same machine (and BLAS).
+    """
+    from threadpoolctl import threadpool_info
+
+    out: dict[str, int] = {}
+    for pool in threadpool_info():
+        api = str(pool["user_api"])
+        out[api] = max(out.get(api, 0), int(pool["num_threads"]))
+    return out
 
 
 def _stripped(plan: Plan) -> Plan:
@@ -187,9 +215,19 @@ def _place() -> dict[str, Any]:
 def study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> StudyResult:
     """Build ``prompt``'s study and run the chosen sections on it, in this process.
 
-    Runs on a worker: every pass with ``n_jobs=1``, the analysis cache of the
-    audit's folder when this process reaches it (else in memory).
+    Runs on a worker: every pass with ``n_jobs=1`` and the calling process's
+    BLAS threads (:func:`_threads`), the analysis cache of the audit's folder
+    when this process reaches it (else in memory).
     """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=shared.threads or None):
+        result = _study_task(shared, prompt, section_ids)
+        result.place["threads"] = _threads()
+    return result
+
+
+def _study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> StudyResult:
     from ..features._persist import result_counts
     from ._analysis_cache import AnalysisCache
     from .analyses import selected
@@ -200,6 +238,8 @@ def study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> Stud
     cache_note = _cache_reachable(plan.settings)
     if cache_note is not None:
         plan = _memory_only(plan)
+    encoder_cache = plan.settings.cache  # the encoders' too (one object in the pickle)
+    hits, misses = encoder_cache.hits, encoder_cache.misses
     rows = plan.rows_of(prompt)
     represented = fit_representations(
         plan.representations,
@@ -241,6 +281,10 @@ def study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> Stud
         result_cache={
             kind: {f: n - before.get(kind, {}).get(f, 0) for f, n in fields.items()}
             for kind, fields in after.items()
+        },
+        embeddings={
+            "encoded": encoder_cache.misses - misses,
+            "served": encoder_cache.hits - hits,
         },
         place=_place(),
         cache_note=cache_note,
@@ -360,7 +404,7 @@ def _as_tasks(
     pause("computing")
     ids = [s.id for s in chosen]
     per_study = Progress.steps(plan, len(chosen)) // len(plan.prompts)
-    shared = _Shared(stripped, fitted_scores)
+    shared = _Shared(stripped, fitted_scores, _threads())
     completed = (
         _dask_results(client, shared, plan.prompts, ids)
         if client is not None
@@ -372,7 +416,9 @@ def _as_tasks(
         for _ in range(per_study):
             bar.tick(f"{result.study.prompt}: done")
     fields = {"read": 0, "computed": 1, "refused": 2}
-    places, notes = {}, {}
+    places: dict[str, dict[str, Any]] = {}
+    notes: dict[str, str] = {}
+    embedded: dict[str, int] = {}
     studies = []
     for p in plan.prompts:
         result = results[p]
@@ -386,6 +432,8 @@ def _as_tasks(
             for name, n in done.items():
                 if n and name in fields:
                     _count(kind, fields[name], n)
+        for name, n in result.embeddings.items():
+            embedded[name] = embedded.get(name, 0) + n
         places[p] = result.place
         if result.cache_note is not None:
             notes[p] = result.cache_note
@@ -394,6 +442,8 @@ def _as_tasks(
         "on_workers": True,
         "reason": None,
         "places": places,
+        # what the tasks encoded and read back (meta["embedding_cache"]: this process)
+        "embedding_cache": embedded,
         **({"cache_unreachable": notes} if notes else {}),
     }
     return studies, counts, runs
