@@ -351,3 +351,38 @@ def test_a_plan_that_does_not_pickle_stays_in_the_client(client, three_prompts):
     assert tasks["reason"].startswith("the plan does not pickle (TypeError")
     assert "lock" in tasks["reason"]
     _assert_same_audit(on_dask, local)
+
+
+def test_what_keeps_the_studies_in_the_client():
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from sklearn_fairaes.report._study_tasks import refusal
+    from sklearn_fairaes.report.analyses import SECTIONS, register_section
+
+    lipschitz = next(s for s in SECTIONS if s.id == "lipschitz")
+
+    class Scorer:
+        _repeatable = True  # what the scorers you call say
+
+    def plan(prompts=("a", "b"), fitted=None, grammar=None):
+        settings = SimpleNamespace(grammar=grammar)
+        return SimpleNamespace(
+            prompts=list(prompts), fitted=fitted or {}, settings=settings
+        )
+
+    assert refusal(plan(), [lipschitz]) is None
+    assert refusal(plan(["a"]), [lipschitz]).startswith("one prompt")
+    assert "'engine' call a scorer" in refusal(
+        plan(fitted={"engine": Scorer()}), [lipschitz]
+    )
+    assert refusal(plan(grammar="http://127.0.0.1:8081"), [lipschitz]).startswith(
+        "grammar="
+    )
+    # the package's analysis registered under another id: the workers do not know it
+    mine = register_section(replace(lipschitz, id="my_lipschitz"))
+    try:
+        reason = refusal(plan(), [lipschitz, mine])
+    finally:
+        SECTIONS.remove(mine)
+    assert reason.startswith("section(s) 'my_lipschitz' are not the package's own")

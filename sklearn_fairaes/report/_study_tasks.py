@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -136,7 +137,6 @@ def _stripped(plan: Plan) -> Plan:
 def refusal(plan: Plan, chosen: Sequence[Section]) -> str | None:
     """Why the studies stay in this process; None when each can be a task on the workers."""
     from ._repeats import repeated_systems
-    from .analyses import SECTIONS
 
     if len(plan.prompts) < 2:
         return (
@@ -151,13 +151,28 @@ def refusal(plan: Plan, chosen: Sequence[Section]) -> str | None:
         )
     if plan.settings.grammar is not None:
         return "grammar= names a server that the workers may not reach"
-    own = [s.id for s in chosen if not any(s is b for b in SECTIONS) or s.template_dir]
+    own = [s.id for s in chosen if not _package_section(s)]
     if own:
         return (
             f"section(s) {', '.join(map(repr, own))} are not the package's own: "
             f"their code may not be on the workers"
         )
     return None
+
+
+def _package_section(section: Section) -> bool:
+    """Whether ``section`` is one of the package's own (the ``SECTION`` of its analysis's module).
+
+    A worker finds those by id; a registered one (even with a package analysis
+    under another id) exists only in the process that registered it.
+    """
+    module = sys.modules.get(type(section.analysis).__module__)
+    return (
+        section.template_dir is None
+        and module is not None
+        and module.__name__.startswith(f"{__package__}.analyses.")
+        and getattr(module, "SECTION", None) is section
+    )
 
 
 def _unpicklable(plan: Plan) -> str | None:
