@@ -603,7 +603,7 @@ def audit(
         try:
             # outputs kept in the cache folder, keyed by all they read (issue 35)
             kept = AnalysisCache(embedding_cache)
-            # here, or each prompt's study a task on the client's workers
+            # here, or each prompt's study a task (a client's workers, n_jobs processes)
             studies, vector_counts, runs = build_and_run(plan, chosen, bar, kept)
         finally:
             bar.close()

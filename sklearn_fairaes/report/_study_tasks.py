@@ -177,10 +177,13 @@ def _package_section(section: Section) -> bool:
 
 def _unpicklable(plan: Plan) -> str | None:
     """Why ``plan`` cannot be sent to the workers; None when it pickles."""
-    import cloudpickle
-
+    # what Dask and loky pickle with, and without it loky's own fallback
     try:
-        cloudpickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+        import cloudpickle as dumper  # type: ignore[import-untyped]
+    except ImportError:
+        dumper = pickle
+    try:
+        dumper.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - any failure means "keep it here"
         return f"the plan does not pickle ({type(exc).__name__}: {exc})"
     return None
