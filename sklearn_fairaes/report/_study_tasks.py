@@ -429,10 +429,13 @@ def _as_tasks(
         else _local_results(plan.settings.n_jobs, shared, plan.prompts, ids)
     )
     results: dict[str, StudyResult] = {}
-    for result in completed:
-        results[result.study.prompt] = result
-        for _ in range(per_study):
-            bar.tick(f"{result.study.prompt}: done")
+    try:
+        for result in completed:
+            results[result.study.prompt] = result
+            for _ in range(per_study):
+                bar.tick(f"{result.study.prompt}: done")
+    finally:
+        completed.close()  # an error or Ctrl-C here too: the tasks not done are cancelled
     fields = {"read": 0, "computed": 1, "refused": 2}
     places: dict[str, dict[str, Any]] = {}
     notes: dict[str, str] = {}
