@@ -54,6 +54,22 @@ def client():
         yield c
 
 
+@pytest.fixture
+def client_route(monkeypatch):
+    """Keep the studies in this process, as one prompt or a fallback does.
+
+    With two prompts and a client each study is a task on the workers
+    (report._study_tasks), which encodes there anyway; the encoding stage is
+    what spreads the encoding of a study kept here. The last test checks the
+    two together.
+    """
+    from sklearn_fairaes.report import _study_tasks
+
+    monkeypatch.setattr(
+        _study_tasks, "refusal", lambda plan, chosen: "kept here by the test"
+    )
+
+
 # Model calls (chunks) run in this process: filled in the workers.
 _CALLS: list[int] = []
 
@@ -98,7 +114,7 @@ def _cached_vectors(folder, texts, minilm):
 # (as any run that encodes them); a run that reads them from the cache does not
 @pytest.mark.filterwarnings("ignore::sklearn_fairaes.exceptions.LongTextWarning")
 def test_the_workers_encode_the_local_runs_vectors(
-    client, two_prompts, minilm, tmp_path, monkeypatch
+    client, two_prompts, minilm, tmp_path, monkeypatch, client_route
 ):
     from pandas.testing import assert_frame_equal
 
@@ -145,7 +161,7 @@ def test_the_workers_encode_the_local_runs_vectors(
 
 
 def test_without_a_cache_folder_the_encoding_stays_here_and_says_so(
-    client, two_prompts, minilm
+    client, two_prompts, minilm, client_route
 ):
     from sklearn_fairaes import audit
 
@@ -225,7 +241,9 @@ def _break_encoding_here(broken=True):
         SentenceBertEncoder._encode_call = SentenceBertEncoder.__dict__["_mended"]
 
 
-def test_a_failed_chunk_is_encoded_here_and_said(client, two_prompts, minilm, tmp_path):
+def test_a_failed_chunk_is_encoded_here_and_said(
+    client, two_prompts, minilm, tmp_path, client_route
+):
     from pandas.testing import assert_frame_equal
 
     from sklearn_fairaes import audit
@@ -249,7 +267,7 @@ def test_a_failed_chunk_is_encoded_here_and_said(client, two_prompts, minilm, tm
 
 @pytest.mark.filterwarnings("ignore::sklearn_fairaes.exceptions.LongTextWarning")
 def test_the_paraphrases_the_audit_makes_are_encoded_there_too(
-    client, two_prompts, minilm, tmp_path
+    client, two_prompts, minilm, tmp_path, client_route
 ):
     """WordNet paraphrases, made on the workers by the per-essay stage, encoded there."""
     from pandas.testing import assert_frame_equal
@@ -265,5 +283,32 @@ def test_the_paraphrases_the_audit_makes_are_encoded_there_too(
     assert info["chunks"] == 4 and info["texts"] == 24, info
     local = audit(data, cache=tmp_path / "local", **KW)
     assert local.meta["embedding_cache"]["encoded"] == 24
+    for name, table in local.tables.items():
+        assert_frame_equal(on_dask.tables[name], table, check_exact=True, obj=name)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_fairaes.exceptions.LongTextWarning")
+def test_study_tasks_read_the_vectors_the_chunks_encoded(
+    client, two_prompts, minilm, tmp_path, monkeypatch
+):
+    """Each prompt's study a task: the chunks encode first, the tasks encode nothing."""
+    from pandas.testing import assert_frame_equal
+
+    from sklearn_fairaes import audit
+
+    monkeypatch.setattr(_sbert, "ENCODE_CHUNK", 8)
+    monkeypatch.setattr(_sbert, "_MODELS", {})  # this process loads none
+    on_dask = audit(
+        two_prompts, cache=tmp_path / "dask", client=client, paraphrases="para", **KW
+    )
+    assert on_dask.meta["study_tasks"]["on_workers"], on_dask.meta["study_tasks"]
+    info = on_dask.meta["encoding"]
+    assert info["chunks"] == 12 and info["encoded_on_workers"] == 96, info
+    # the tasks read every vector back: none encoded in a task or here
+    assert on_dask.meta["study_tasks"]["embedding_cache"]["encoded"] == 0
+    assert on_dask.meta["study_tasks"]["embedding_cache"]["served"] >= 96
+    assert on_dask.meta["embedding_cache"]["encoded"] == 0
+    assert _sbert._MODELS == {}
+    local = audit(two_prompts, cache=tmp_path / "local", paraphrases="para", **KW)
     for name, table in local.tables.items():
         assert_frame_equal(on_dask.tables[name], table, check_exact=True, obj=name)

@@ -167,7 +167,7 @@ def test_prmse_column_with_two_raters_on_the_resolved_scale(demo):
 def test_bad_score_step_is_refused_before_any_work(
     ellipse, monkeypatch, change, kwargs, match
 ):
-    from sklearn_fairaes.report import _audit as audit_module
+    from sklearn_fairaes.report import _study_tasks as audit_module
 
     def no_work(*args, **kw):
         raise AssertionError("the studies were built before the input was checked")

@@ -878,13 +878,13 @@ def test_ctrl_c_while_another_finaliser_error_is_reported_still_stops(
 
 @needs_default_sigint
 def test_audit_called_from_python_is_stopped_by_a_ctrl_c_in_a_finaliser(monkeypatch):
-    from sklearn_fairaes.report import _audit
+    from sklearn_fairaes.report import _study_tasks
 
     def build_studies(*args, **kwargs):
         _InterruptedFinaliser()
         _runs_on()
 
-    monkeypatch.setattr(_audit, "build_studies", build_studies)
+    monkeypatch.setattr(_study_tasks, "build_studies", build_studies)
     hook = sys.unraisablehook
     with pytest.raises(KeyboardInterrupt):
         sf.audit(
@@ -901,7 +901,7 @@ def test_audit_called_from_python_is_stopped_by_a_ctrl_c_in_a_finaliser(monkeypa
 def test_audit_called_from_python_leaves_the_interpreter_alone(monkeypatch):
     # the SIGINT handler and sys.unraisablehook are the host program's: a
     # library call changes neither unless asked (tune_interpreter=True)
-    from sklearn_fairaes.report import _audit
+    from sklearn_fairaes.report import _study_tasks
 
     seen = []
 
@@ -909,7 +909,7 @@ def test_audit_called_from_python_leaves_the_interpreter_alone(monkeypatch):
         seen.append((signal.getsignal(signal.SIGINT), sys.unraisablehook))
         raise ValueError("stop here (test)")
 
-    monkeypatch.setattr(_audit, "build_studies", build_studies)
+    monkeypatch.setattr(_study_tasks, "build_studies", build_studies)
     before = (signal.getsignal(signal.SIGINT), sys.unraisablehook)
     with pytest.raises(ValueError, match="stop here"):
         sf.audit(_corpus(), text_col="essay", score_col="score", representations=["bow"])

@@ -91,7 +91,8 @@ def test_workers_compute_what_the_studies_read(
     assert counts["essay_features"]["read"] == 60
 
     tagged[0] = 0
-    alone = audit(two_prompts, cache=False, **KW)
+    # in this process (with n_jobs=2 each study would be a task in a worker)
+    alone = audit(two_prompts, cache=False, **{**KW, "n_jobs": None})
     assert "per_essay" not in alone.meta
     assert tagged[0] == 60  # the reference did tag, in this process
     assert set(spread.tables) == set(alone.tables)
@@ -139,3 +140,50 @@ def test_a_stop_starts_no_further_chunk():
     stop.set()
     with pytest.raises(Stopped):
         mapper(_slow, [(i,) for i in range(40)], stop)
+
+
+# -- each prompt's study a task on the local processes (issue 35) -------------------
+
+
+def _refuse_here(*args, **kwargs):
+    raise AssertionError("a study was built in the parent process")
+
+
+def test_n_jobs_builds_and_analyses_each_prompt_in_a_process(asap7, monkeypatch):
+    import os
+
+    import numpy as np
+    from pandas.testing import assert_frame_equal
+
+    from sklearn_fairaes import audit
+    from sklearn_fairaes.report import _build, _study_tasks
+
+    data = asap7.iloc[:90].copy()
+    data["task"] = ["a"] * 30 + ["b"] * 30 + ["c"] * 30
+    kw = {**KW, "features": False, "paraphrases": False, "cache": False}
+    one = audit(data, **{**kw, "n_jobs": None})
+    assert "study_tasks" not in one.meta
+    monkeypatch.setattr(_study_tasks, "_study", _refuse_here)
+    monkeypatch.setattr(_build, "_study", _refuse_here)
+    spread = audit(data, **kw)
+    tasks = spread.meta["study_tasks"]
+    assert tasks["on_workers"] is True and set(tasks["places"]) == {"a", "b", "c"}
+    assert all(place["pid"] != os.getpid() for place in tasks["places"].values())
+    assert set(spread.tables) == set(one.tables)
+    for name, table in one.tables.items():
+        assert_frame_equal(spread.tables[name], table, check_exact=True, obj=name)
+    assert list(spread.replicates) == list(one.replicates)
+    for key, values in one.replicates.items():
+        assert np.array_equal(spread.replicates[key], values, equal_nan=True), key
+    assert spread.meta["notes"] == one.meta["notes"]
+
+
+def test_n_jobs_with_one_prompt_keeps_the_study_in_this_process(asap7):
+    from sklearn_fairaes import audit
+
+    data = asap7.iloc[:30].copy()
+    data["task"] = "a"
+    kw = {**KW, "features": False, "paraphrases": False, "cache": False}
+    tasks = audit(data, **kw).meta["study_tasks"]
+    assert tasks == {"on_workers": False, "reason": tasks["reason"]}
+    assert tasks["reason"].startswith("one prompt")

@@ -429,6 +429,12 @@ class AnalysisCache:
             self._counts["not_stored"] += 1
         return output
 
+    def add(self, counts: Mapping[str, Any]) -> None:
+        """Count what another process's cache did for this audit (a study's task, issue 35)."""
+        for name in self._counts:
+            self._counts[name] += int(counts.get(name, 0))
+        self._uncached.update(counts.get("uncached", {}))
+
     def counts(self) -> dict[str, Any]:
         """What this audit's analyses did, counted per (section, prompt).
 

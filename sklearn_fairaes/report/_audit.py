@@ -43,21 +43,20 @@ from ._build import (
     AuditInputError,
     Plan,
     Progress,
-    build_studies,
     describe_model,
     plan_audit,
 )
 from ._build import make_model as _make_model  # noqa: F401  (tests build baselines)
-from ._cluster import pair_passes, run_place
+from ._cluster import run_place
 from ._config import AuditConfig
 from ._edits import check_scored_files
 from ._embeddings import GivenEmbeddings
 from ._load import REPORT_FORMAT
-from ._output import pause
 from ._repeats import check_repeats
 from ._result import AuditResult
 from ._scorers import declared_scale, merge_scorers, scorer_cache_path
 from ._study import Study
+from ._study_tasks import build_and_run
 
 if TYPE_CHECKING:
     # pandas is imported at run time through require(); functions bind it to a
@@ -65,7 +64,6 @@ if TYPE_CHECKING:
     from pandas import DataFrame
 
     from ..text import EmbeddingCache
-    from ._analysis_cache import AnalysisCache
     from .analyses import AnalysisOutput, Section
 
 __all__ = ["audit", "AuditResult", "AuditInputError", "MODEL_NAMES", "REPRESENTATION_NAMES"]
@@ -608,12 +606,10 @@ def audit(
     guard = interrupts_kept() if tune_interpreter else contextlib.nullcontext()
     with guard:
         try:
-            studies, vector_counts = build_studies(plan, bar)
-            pause("computing")  # test-only hook: an interrupt test's instant mid-audit
             # outputs kept in the cache folder, keyed by all they read (issue 35)
             kept = AnalysisCache(embedding_cache)
-            with pair_passes(plan.settings.client):  # the engine's joblib passes
-                runs = {s.id: _run(s, studies, bar, kept) for s in chosen if s.analysis}
+            # here, or each prompt's study a task (a client's workers, n_jobs processes)
+            studies, vector_counts, runs = build_and_run(plan, chosen, bar, kept)
         finally:
             bar.close()
     tables = _stack(studies, runs, chosen)
@@ -744,20 +740,6 @@ def _check_sections(ids: tuple[str, ...] | None) -> None:
             f"ids are {', '.join(valid)} (on the command line: --sections "
             "agreement,lipschitz,...)"
         )
-
-
-def _run(
-    section: Section, studies: Sequence[Study], bar: Progress, kept: AnalysisCache
-) -> list[AnalysisOutput | str]:
-    """The section's analysis output on each study, or the reason it is absent there."""
-    analysis = section.analysis
-    assert analysis is not None  # for mypy: only sections with an analysis run
-    out: list[AnalysisOutput | str] = []
-    for study in studies:
-        reason = analysis.absent(study)
-        out.append(kept.run(section, study) if reason is None else reason)
-        bar.tick(f"{study.prompt}: {analysis.name}")
-    return out
 
 
 def _with_prompt(frame: DataFrame, prompt: str) -> DataFrame:

@@ -834,6 +834,31 @@ def pair_space(rname: str, rep: Any, X: Any, settings: Settings) -> PairSpace:
     return PairSpace(rname, rep, X, engine, "cosine", engine.paired_distances(i, j), (i, j))
 
 
+def before_studies(plan: Plan) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """The work before any study: the fitted systems' scores, the repeats, the per-essay run."""
+    probe_scorers(
+        plan
+    )  # a scorer you call answers a few essays: unreachable, it stops here
+    fitted_scores = score_fitted(plan)
+    repeated = score_repeats(plan, fitted_scores)  # repeats=K: before the long work
+    probe_edited_essays(plan)  # the counterfactual audit's edits too
+    # the features' tagging and the paraphrases of every prompt, in chunks over
+    # the processes, into the result cache the studies read (_per_essay)
+    return fitted_scores, repeated, start_per_essay(plan)
+
+
+def note_vectors(study: Study, counts: dict[str, Any]) -> Study:
+    """``study`` with its ``_vector_notes`` first among its notes, counted in ``counts``."""
+    first: list[str] = []
+    for rname, space in study.spaces.items():
+        for kind, (k, note) in _vector_notes(rname, space, study).items():
+            counts[kind][rname] += k
+            if note is not None:
+                first.append(note)
+    study.notes[:0] = first
+    return study
+
+
 def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any]]:
     """One study per prompt, and the counts of ``_vector_notes`` per representation.
 
@@ -844,15 +869,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    # a scorer you call answers a few essays first: unreachable, it stops here
-    probe_scorers(plan)
-    fitted_scores = score_fitted(plan)
-    repeated = score_repeats(plan, fitted_scores)  # repeats=K: before the long work
-    # the counterfactual audit's edits too, before the long work
-    probe_edited_essays(plan)
-    # the features' tagging and the paraphrases of every prompt, in chunks over
-    # the processes, into the result cache the studies read (_per_essay)
-    prepared = start_per_essay(plan)
+    fitted_scores, repeated, prepared = before_studies(plan)
     encoding = start_encoding(plan)  # Sentence-BERT on the workers (_encoding)
     several = plan.prompt_col is not None
     represented = {}
@@ -923,14 +940,7 @@ def build_studies(plan: Plan, bar: Progress) -> tuple[list[Study], dict[str, Any
         studies = []
         for p in plan.prompts:
             study = _study(plan, p, fitted_scores, represented[p], bar, paraphrased.get(p))
-            first: list[str] = []
-            for rname, space in study.spaces.items():
-                for kind, (k, note) in _vector_notes(rname, space, study).items():
-                    counts[kind][rname] += k
-                    if note is not None:
-                        first.append(note)
-            study.notes[:0] = first
-            studies.append(study)
+            studies.append(note_vectors(study, counts))
     finally:
         # an error (or Ctrl-C) stops the paraphrases and chunks not yet started
         if prepared is not None:

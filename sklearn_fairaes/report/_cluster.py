@@ -163,6 +163,9 @@ def run_place_text(meta: Any) -> str | None:
     >>> run_place_text({"n_jobs": None, "cluster": {"scheduler": "tcp://10.0.0.5:8786",
     ...                 "workers": 8, "threads": 16}})
     'Dask cluster tcp://10.0.0.5:8786 (8 workers, 16 threads): per-essay chunks and pair passes on the workers'
+    >>> run_place_text({"n_jobs": None, "cluster": {"scheduler": "tcp://10.0.0.5:8786",
+    ...                 "workers": 8, "threads": 16}, "study_tasks": {"on_workers": True}})
+    'Dask cluster tcp://10.0.0.5:8786 (8 workers, 16 threads): per-essay chunks and the studies as tasks on the workers, one per prompt'
     """
     cluster = meta.get("cluster") or (meta.get("per_essay") or {}).get("cluster")
     if cluster:
@@ -170,7 +173,11 @@ def run_place_text(meta: Any) -> str | None:
         return (
             f"Dask cluster {cluster.get('scheduler')} ({workers} worker"
             f"{'s' if workers != 1 else ''}, {threads} thread{'s' if threads != 1 else ''})"
-            f": per-essay chunks and pair passes on the workers"
+            + (
+                ": per-essay chunks and the studies as tasks on the workers, one per prompt"
+                if (meta.get("study_tasks") or {}).get("on_workers")
+                else ": per-essay chunks and pair passes on the workers"
+            )
         )
     if "n_jobs" not in meta:  # results of a version that did not record it
         return None

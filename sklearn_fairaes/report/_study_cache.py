@@ -337,6 +337,12 @@ class KeptFit:
 
         return clone(self.unfitted)
 
+    def __sklearn_tags__(self) -> Any:
+        # the representation's own tags (check_is_fitted and the scorers ask)
+        from sklearn.utils import get_tags
+
+        return get_tags(self.unfitted)
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The representation's parameters."""
         return dict(self.unfitted.get_params(deep=deep))
@@ -363,7 +369,9 @@ class KeptFit:
     def __getattr__(self, name: str) -> Any:
         # only reached for names this class does not define
         if name.startswith("__") or name in ("unfitted", "_fitted", "essays"):
-            raise AttributeError(name)
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}"
+            )
         if name.startswith("build_") or name in self.unfitted.get_params(deep=False):
             return getattr(self.unfitted, name)
         return getattr(self.fitted(), name)
