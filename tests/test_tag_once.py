@@ -299,3 +299,52 @@ def test_sense_counts_fall_back_on_an_unsorted_file(wordnet, monkeypatch):
     assert _wordnet._sense_counts() == {"a%1": 2, "b%1": 3}
     monkeypatch.undo()
     _wordnet._sense_counts.cache_clear()
+
+
+def test_an_essay_is_tokenized_once_for_paraphrases_and_features(
+    spacy_label, wordnet, monkeypatch, tmp_path
+):
+    """The chunk's paraphraser and features share the tokenization of each essay."""
+    from sklearn_fairaes.features import _tokenize
+    from sklearn_fairaes.report._per_essay import PerEssaySpec, chunk_work
+
+    texts = [
+        f"Essay {k}: the cat sat on the mat. It was happy, and then it left!"
+        for k in range(6)
+    ]
+    calls: Counter[str] = Counter()
+    real = _tokenize._tokenize
+
+    def counted(text):
+        calls[text] += 1
+        return real(text)
+
+    monkeypatch.setattr(_tokenize, "_tokenize", counted)
+    monkeypatch.setattr(_tokenize, "_RECENT", type(_tokenize._RECENT)())
+    spec = PerEssaySpec(str(tmp_path), 0, True, tuple(LOCAL_FEATURES[:4]))
+    chunk_work(texts, None, spec)
+    assert set(calls) >= set(texts)
+    assert all(calls[t] == 1 for t in texts), calls
+
+
+def test_a_remembered_tokenization_is_a_fresh_copy():
+    text = "The dog didn't bark. Then it ran!"
+    first = tokenize_essay(text)
+    reference = (list(first.tokens), list(first.sentences), list(first.words))
+    first.tokens.append("X")
+    first.words.clear()
+    first.sentences.pop()
+    again = tokenize_essay(text)
+    assert (again.tokens, again.sentences, again.words) == reference
+    assert again.tokens == [
+        "The",
+        "dog",
+        "did",
+        "n't",
+        "bark",
+        ".",
+        "Then",
+        "it",
+        "ran",
+        "!",
+    ]
