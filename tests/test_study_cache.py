@@ -273,3 +273,23 @@ def test_rerun_skips_the_per_essay_workers(data, tmp_path):
     assert changed.meta["per_essay"]["paraphrases"] is False
     assert changed.meta["per_essay"]["features"]
     _assert_same(_audit(d, False, **_kw()), changed)
+
+
+def test_study_tasks_count_the_fits_they_read(data, tmp_path):
+    # with n_jobs=2 and two prompts each study is a task in a worker process;
+    # the fits its task read back are in the audit's meta all the same
+    d = data.copy()
+    d["task"] = ["a", "b"] * (N // 2)
+    kw = _kw(n_jobs=2, prompt_col="task")
+    folder = tmp_path / "cache"
+    first = _audit(d, folder, **kw)
+    assert first.meta["study_tasks"]["on_workers"], first.meta["study_tasks"]
+    # at least each prompt's essays' vectors, kept by the tasks
+    assert first.meta["study_cache"]["computed"] >= 2, first.meta["study_cache"]
+    second = _audit(d, folder, **kw)
+    assert second.meta["study_cache"] == {
+        "read": first.meta["study_cache"]["computed"],
+        "computed": 0,
+        "not_stored": 0,
+    }
+    _assert_same(first, second)

@@ -91,6 +91,21 @@ def counts() -> dict[str, int]:
     return dict(_COUNTS)
 
 
+def add_counts(done: dict[str, int]) -> None:
+    """Add the counts of a study built in another process (a task on a worker).
+
+    Examples
+    --------
+    >>> from sklearn_fairaes.report._study_cache import add_counts, counts
+    >>> before = counts()["read"]
+    >>> add_counts({"read": 2})
+    >>> counts()["read"] - before
+    2
+    """
+    for name, n in done.items():
+        _COUNTS[name] = _COUNTS.get(name, 0) + n
+
+
 # -- archives ------------------------------------------------------------------
 
 

@@ -75,8 +75,8 @@ class StudyResult:
 
     ``outputs`` holds, per chosen section id, the section's output or the
     reason it is absent; ``vectors`` the study's ``_vector_notes`` counts;
-    ``analysis_cache``, ``result_cache`` and ``embeddings`` (encoded,
-    served) what the task's caches did;
+    ``analysis_cache``, ``result_cache``, ``embeddings`` (encoded,
+    served) and ``study_cache`` (the fits read back) what the task's caches did;
     ``place`` where it ran (worker address, pid) and ``cache_note`` why the
     task did without the cache folder (None when it used it, or had none).
     """
@@ -89,6 +89,7 @@ class StudyResult:
     embeddings: dict[str, int] = field(default_factory=dict)
     place: dict[str, Any] = field(default_factory=dict)
     cache_note: str | None = None
+    study_cache: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -248,9 +249,11 @@ def study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> Stud
 def _study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> StudyResult:
     from ..features._persist import result_counts
     from ._analysis_cache import AnalysisCache
+    from ._study_cache import counts as study_counts
     from .analyses import selected
 
     before = result_counts()
+    fits_before = study_counts()
     plan = _stripped(shared.plan)  # the shared plan is the worker's: never changed
     plan.settings.n_jobs = 1
     cache_note = _cache_reachable(plan.settings)
@@ -306,6 +309,7 @@ def _study_task(shared: _Shared, prompt: str, section_ids: Sequence[str]) -> Stu
         },
         place=_place(),
         cache_note=cache_note,
+        study_cache={k: n - fits_before[k] for k, n in study_counts().items()},
     )
 
 
@@ -409,6 +413,7 @@ def _as_tasks(
     from ..features._persist import _count
     from ._encoding import start_encoding
     from ._per_essay import wait_per_essay
+    from ._study_cache import add_counts as add_study_counts
 
     client = plan.settings.client
     counts: dict[str, Any] = {
@@ -459,12 +464,16 @@ def _as_tasks(
             for rname, k in by_rep.items():
                 counts[kind][rname] += k
         kept.add(result.analysis_cache)
-        for kind, done in result.result_cache.items():
-            for name, n in done.items():
-                if n and name in fields:
-                    _count(kind, fields[name], n)
         for name, n in result.embeddings.items():
             embedded[name] = embedded.get(name, 0) + n
+        # the process-wide counters (the audit's meta): a task that ran in this
+        # process (a threaded cluster) has counted itself there already
+        if result.place.get("pid") != os.getpid():
+            for kind, done in result.result_cache.items():
+                for name, n in done.items():
+                    if n and name in fields:
+                        _count(kind, fields[name], n)
+            add_study_counts(result.study_cache)
         places[p] = result.place
         if result.cache_note is not None:
             notes[p] = result.cache_note
