@@ -42,7 +42,7 @@ import os
 import pickle
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -359,7 +359,7 @@ def build_and_run(
 
 def _dask_results(
     client: Any, shared: _Shared, prompts: Sequence[str], ids: list[str]
-) -> Iterator[StudyResult]:
+) -> Generator[StudyResult, None, None]:
     """The studies' results as their tasks complete on the client's workers."""
     from distributed import as_completed
 
@@ -380,7 +380,7 @@ def _dask_results(
 
 def _local_results(
     n_jobs: int | None, shared: _Shared, prompts: Sequence[str], ids: list[str]
-) -> Iterator[StudyResult]:
+) -> Generator[StudyResult, None, None]:
     """The studies' results as their tasks complete on ``n_jobs`` local processes."""
     from joblib import Parallel, delayed, effective_n_jobs
 
