@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._torch_backend import import_torch
+from ._torch_backend import import_torch, keep_near, prune_kept
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -156,27 +156,19 @@ def int8_extreme_candidates(
                     row_ext = G.amax(dim=1) if high else G.amin(dim=1)
                     if high:
                         top = max(top, int(row_ext.max()))
-                        rows_near = row_ext >= top - width
+                        bound = top - width
                     else:
                         bottom = min(bottom, int(row_ext.min()))
-                        rows_near = row_ext <= bottom + width
-                    r = torch.nonzero(rows_near, as_tuple=True)[0]
-                    if not r.numel():
-                        continue
-                    sub = G[r]
-                    near = sub >= top - width if high else sub <= bottom + width
-                    ii, jj = torch.nonzero(near, as_tuple=True)
-                    kept.append((r[ii] + r0, jj + c0, sub[ii, jj]))
-                    n_kept += ii.numel()
+                        bound = bottom + width
+                    rows_near = row_ext >= bound if high else row_ext <= bound
+                    n_kept += keep_near(torch, G, rows_near, high, bound, (r0, c0), kept)
                 if n_kept > INT8_MAX_CANDIDATES:
-                    kept = [
-                        (a[m], b[m], v[m])
-                        for a, b, v in kept
-                        for m in [(v >= top - width) | (v <= bottom + width)]
-                    ]
-                    n_kept = sum(a.numel() for a, _, _ in kept)
-                    if n_kept > INT8_MAX_CANDIDATES:
+                    pruned = prune_kept(
+                        kept, top - width, bottom + width, INT8_MAX_CANDIDATES
+                    )
+                    if pruned is None:
                         return None
+                    kept, n_kept = pruned
         return top, bottom, kept
 
     # blocks dealt round-robin, so that each thread gets diagonal and

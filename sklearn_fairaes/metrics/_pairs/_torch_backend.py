@@ -406,6 +406,51 @@ def bf16_error(n_features: int) -> float:
 BF16_MAX_CANDIDATES = 2**22
 
 
+def keep_near(
+    torch: Any,
+    source: Any,
+    rows_near: Any,
+    high: bool,
+    bound: Any,
+    origin: tuple[int, int],
+    kept: list[tuple[Any, Any, Any]],
+) -> int:
+    """Append the pairs of a block's ``rows_near`` at or past ``bound``; return how many.
+
+    ``source`` is the block's products (``origin`` its first row and column);
+    a pair counts when its value is ``>= bound`` (``high``) or ``<= bound``.
+    Floating blocks are compared in float32 (exact for bfloat16 values);
+    integer ones as they are. One entry ``(i, j, value)`` of tensors is added.
+    """
+    r = torch.nonzero(rows_near, as_tuple=True)[0]
+    if not r.numel():
+        return 0
+    sub = source[r]
+    if sub.is_floating_point():
+        sub = sub.float()
+    near = sub >= bound if high else sub <= bound
+    ii, jj = torch.nonzero(near, as_tuple=True)
+    kept.append((r[ii] + origin[0], jj + origin[1], sub[ii, jj]))
+    return int(ii.numel())
+
+
+def prune_kept(
+    kept: list[tuple[Any, Any, Any]], high_bound: Any, low_bound: Any, cap: int
+) -> tuple[list[tuple[Any, Any, Any]], int] | None:
+    """The kept pairs still at or past either bound, and their number; None past ``cap``.
+
+    The extremes only grow apart while the blocks are read, so a pair dropped
+    here can never be needed again.
+    """
+    kept = [
+        (a[m], b[m], v[m])
+        for a, b, v in kept
+        for m in [(v >= high_bound) | (v <= low_bound)]
+    ]
+    n_kept = sum(int(a.numel()) for a, _, _ in kept)
+    return None if n_kept > cap else (kept, n_kept)
+
+
 def bf16_extreme_candidates(
     unit32: NDArray[np.float32], specs: list[BlockSpec], window: float
 ) -> Pairs | None:
@@ -447,23 +492,15 @@ def bf16_extreme_candidates(
                 (for_max, row_max >= top - window, True),
                 (for_min, row_min <= bottom + window, False),
             ):
-                r = torch.nonzero(rows_near, as_tuple=True)[0]
-                if not r.numel():
-                    continue
-                sub = source[r].float()
-                near = sub >= top - window if high else sub <= bottom + window
-                ii, jj = torch.nonzero(near, as_tuple=True)
-                kept.append((r[ii] + r0, jj + c0, sub[ii, jj]))
-                n_kept += ii.numel()
+                bound = top - window if high else bottom + window
+                n_kept += keep_near(torch, source, rows_near, high, bound, (r0, c0), kept)
             if n_kept > BF16_MAX_CANDIDATES:
-                kept = [
-                    (a[m], b[m], v[m])
-                    for a, b, v in kept
-                    for m in [(v >= top - window) | (v <= bottom + window)]
-                ]
-                n_kept = sum(a.numel() for a, _, _ in kept)
-                if n_kept > BF16_MAX_CANDIDATES:
+                pruned = prune_kept(
+                    kept, top - window, bottom + window, BF16_MAX_CANDIDATES
+                )
+                if pruned is None:
                     return None
+                kept, n_kept = pruned
     if not kept:
         e = np.empty(0, dtype=np.int64)
         return e, e
