@@ -542,6 +542,31 @@ class PairwiseEngine(_Distances):
             return float(lo.min()), float(hi.max()), count
         return self.map_reduce(MinMaxReducer())
 
+    def _low_precision_range_applies(
+        self, min_essays: tuple[int, int], max_features: int
+    ) -> bool:
+        """Whether a low-precision range pass may run here, whatever the CPU offers.
+
+        ``get_config()["bf16_range"]``, the NumPy backend, no groups, no two
+        zero rows (distance 0, which products do not give), at most
+        ``max_features`` columns, torch installed, and at least ``min_essays``
+        essays (its first entry when torch is already imported, else the
+        second, which also pays torch's import).
+        """
+        import importlib.util
+        import sys
+
+        n_min = min_essays[0 if "torch" in sys.modules else 1]
+        return bool(
+            get_config()["bf16_range"]
+            and self.backend == "numpy"
+            and self.n_samples >= n_min
+            and self.groups is None
+            and not self._any_zero
+            and self._unit.shape[1] <= max_features
+            and importlib.util.find_spec("torch") is not None
+        )
+
     def _bf16_extreme_candidates(self) -> Pairs | None:
         """Candidates for both extremes from bfloat16 products, or None (not used here).
 
@@ -555,19 +580,9 @@ class PairwiseEngine(_Distances):
         the exact extremes over them are the same. None also when there are
         too many (massive near-ties); the float32 pass then runs.
         """
-        import importlib.util
-        import sys
-
-        n_min = _torch_backend.BF16_MIN_ESSAYS[0 if "torch" in sys.modules else 1]
-        if (
-            not get_config()["bf16_range"]
-            or self.backend != "numpy"
-            or self.n_samples < n_min
-            or self.groups is not None
-            or self._any_zero  # two zero rows: distance 0, which products do not give
-            or self._unit.shape[1] > 2**14
-            or not _torch_backend.cpu_has_amx_bf16()
-            or importlib.util.find_spec("torch") is None
+        if not (
+            self._low_precision_range_applies(_torch_backend.BF16_MIN_ESSAYS, 2**14)
+            and _torch_backend.cpu_has_amx_bf16()
         ):
             return None
         self._prepare_screening()
@@ -589,22 +604,14 @@ class PairwiseEngine(_Distances):
         s8 - d|``, these include every candidate of the float32 pass, so the
         exact extremes over them are the same.
         """
-        import importlib.util
-        import sys
-
         from . import _range_int8
 
-        n_min = _range_int8.INT8_MIN_ESSAYS[0 if "torch" in sys.modules else 1]
-        if (
-            not get_config()["bf16_range"]
-            or self.backend != "numpy"
-            or self.n_samples < n_min
-            or self.groups is not None
-            or self._any_zero  # two zero rows: distance 0, which products do not give
-            or self._unit.shape[1] > _range_int8.INT8_MAX_FEATURES
-            or not _range_int8.cpu_has_int8_dot()
-            or importlib.util.find_spec("torch") is None
-            or not hasattr(_torch_backend.import_torch(), "_int_mm")
+        if not (
+            self._low_precision_range_applies(
+                _range_int8.INT8_MIN_ESSAYS, _range_int8.INT8_MAX_FEATURES
+            )
+            and _range_int8.cpu_has_int8_dot()
+            and hasattr(_torch_backend.import_torch(), "_int_mm")
         ):
             return None
         self._prepare_screening()
