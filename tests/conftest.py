@@ -118,6 +118,19 @@ def _session_embedding_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def spacy_label():
+    """The label of the installed spaCy English pipeline (the POS tagger)."""
+    require_module("spacy", "pos")
+    from sklearn_fairaes.features import _pos
+    from sklearn_fairaes.resources import ResourceNotFoundError
+
+    try:
+        return _pos.resolve_pos_tagger("spacy")
+    except ResourceNotFoundError as exc:
+        missing_resource(f"a spaCy English pipeline ({exc})")
+
+
+@pytest.fixture(scope="session")
 def minilm():
     """Skip unless the packaged MiniLM model is installed."""
     require_module("sentence_transformers", "sbert")

@@ -11,19 +11,8 @@ nothing (or a study that did the work again) fails the test.
 from __future__ import annotations
 
 import pytest
-from conftest import missing_resource, require_module
 
 from sklearn_fairaes.features import _persist, _pos
-from sklearn_fairaes.resources import ResourceNotFoundError
-
-
-@pytest.fixture(scope="module")
-def spacy_label():
-    require_module("spacy", "pos")
-    try:
-        return _pos.resolve_pos_tagger("spacy")
-    except ResourceNotFoundError as exc:
-        missing_resource(f"a spaCy English pipeline ({exc})")
 
 
 @pytest.fixture

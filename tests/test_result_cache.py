@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import missing_resource, require_module
+from conftest import missing_resource
 
 from sklearn_fairaes.cli import main
 from sklearn_fairaes.exceptions import CacheCorruptionWarning, CacheWriteWarning
@@ -36,15 +36,6 @@ from sklearn_fairaes.resources import ResourceNotFoundError
 from sklearn_fairaes.text import EmbeddingCache
 
 N = 12
-
-
-@pytest.fixture(scope="module")
-def spacy_label():
-    require_module("spacy", "pos")
-    try:
-        return _pos.resolve_pos_tagger("spacy")
-    except ResourceNotFoundError as exc:
-        missing_resource(f"a spaCy English pipeline ({exc})")
 
 
 @pytest.fixture(scope="module")

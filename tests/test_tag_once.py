@@ -14,7 +14,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import PROMPT7, missing_resource, require_module
+from conftest import PROMPT7, missing_resource
 
 import sklearn_fairaes as sf
 from sklearn_fairaes.features import InterpretableFeatures, _pos
@@ -36,15 +36,6 @@ LOCAL_FEATURES = [
     "unique_words",
     "prompt_similarity_bow",
 ]
-
-
-@pytest.fixture(scope="module")
-def spacy_label():
-    require_module("spacy", "pos")
-    try:
-        return _pos.resolve_pos_tagger("spacy")
-    except ResourceNotFoundError as exc:
-        missing_resource(f"a spaCy English pipeline ({exc})")
 
 
 @pytest.fixture(scope="module")

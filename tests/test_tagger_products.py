@@ -8,23 +8,10 @@ real essays must be the same, token for token.
 
 from __future__ import annotations
 
-import pytest
-from conftest import missing_resource, require_module
-
 from sklearn_fairaes.features import _pos
 from sklearn_fairaes.features._tokenize import tokenize_essay
-from sklearn_fairaes.resources import ResourceNotFoundError
 
 EXCLUDE = ["parser", "ner", "lemmatizer", "attribute_ruler", "senter"]
-
-
-@pytest.fixture(scope="module")
-def spacy_label():
-    require_module("spacy", "pos")
-    try:
-        return _pos.resolve_pos_tagger("spacy")
-    except ResourceNotFoundError as exc:
-        missing_resource(f"a spaCy English pipeline ({exc})")
 
 
 def _numpy_ops_nodes(nlp):
