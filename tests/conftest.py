@@ -117,6 +117,27 @@ def _session_embedding_cache(tmp_path_factory):
         yield folder
 
 
+@pytest.fixture(scope="module")
+def client():
+    """A Dask client on a process ``LocalCluster`` of two one-thread workers.
+
+    One cluster per test module: the worker-side counters a module installs
+    (``client.run``) never reach another module's tests.
+    """
+    distributed = require_module("distributed", "dask")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # any free port: another cluster may hold 8787
+            host="127.0.0.1",
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
 @pytest.fixture(scope="session")
 def spacy_label():
     """The label of the installed spaCy English pipeline (the POS tagger)."""

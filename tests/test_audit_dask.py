@@ -12,7 +12,6 @@ by reducer. With several prompts each prompt's study is one task on a worker
 from __future__ import annotations
 
 import pytest
-from conftest import require_module
 
 from sklearn_fairaes.features import _persist, _pos
 from sklearn_fairaes.metrics._pairs import _engine, _types
@@ -50,22 +49,6 @@ def three_prompts(asap7):
     data = asap7.iloc[:120].copy()
     data["task"] = ["a"] * 40 + ["b"] * 40 + ["c"] * 40
     return data
-
-
-@pytest.fixture(scope="module")
-def client():
-    distributed = require_module("distributed", "dask")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",  # any free port: another cluster may hold 8787
-            host="127.0.0.1",
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
 
 
 def _worker_counts():

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import require_module
 
 from sklearn_fairaes.text import _sbert
 
@@ -36,22 +35,6 @@ def two_prompts(asap7):
     # a stand-in paraphrase: the essay without its first sentence's first word
     data["para"] = [" ".join(e.split()[1:]) for e in data["essay"]]
     return data
-
-
-@pytest.fixture(scope="module")
-def client():
-    distributed = require_module("distributed", "dask")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            host="127.0.0.1",
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
 
 
 @pytest.fixture
